@@ -1,0 +1,34 @@
+// The contract at run time: openapi.yaml loaded once, its schemas compiled with Ajv, so that every
+// runtime check outside express-openapi-validator comes from the spec itself, never restated.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { parse } from 'yaml';
+
+// ajv-formats is CommonJS; under NodeNext its default export is the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+export const specPath = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+
+export type OpenApiDocument = {
+  openapi: string;
+  paths: Record<string, Record<string, unknown>>;
+  components: Record<string, Record<string, unknown>>;
+  [key: string]: unknown;
+};
+
+export function loadSpec(path: string = specPath): OpenApiDocument {
+  return parse(readFileSync(path, 'utf8')) as OpenApiDocument;
+}
+
+const SPEC_ID = 'mailroom:openapi';
+
+/** Compiles any schema inside the document, addressed by JSON pointer (`/components/schemas/Contact`). */
+export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => ValidateFunction {
+  // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator).
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateSchema: false });
+  addFormats(ajv);
+  ajv.addSchema(spec as object, SPEC_ID);
+  return (pointer) => ajv.compile({ $ref: `${SPEC_ID}#${pointer}` });
+}
