@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { OpenAPIFramework } from 'express-openapi-validator/dist/framework/index.js';
 import { parse } from 'yaml';
 
 // ajv-formats is CommonJS; under NodeNext its default export is the module object.
@@ -31,4 +32,23 @@ export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => Vali
   addFormats(ajv);
   ajv.addSchema(spec as object, SPEC_ID);
   return (pointer) => ajv.compile({ $ref: `${SPEC_ID}#${pointer}` });
+}
+
+/** Follows local `$ref`s until it reaches a node that is not a reference. */
+export function resolveRef<T = any>(spec: OpenApiDocument, node: any): T {
+  while (node && typeof node.$ref === 'string') {
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce((at: any, key: string) => at?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], spec);
+  }
+  return node;
+}
+
+/**
+ * Checks the document the way express-openapi-validator will, but now: the validator loads its spec on
+ * the first request, and a broken contract must stop the server at start, not answer 500 later.
+ */
+export async function assertValidSpec(spec: OpenApiDocument): Promise<void> {
+  await new OpenAPIFramework({ apiDoc: structuredClone(spec) as any, validateApiSpec: true }).initialize({});
 }

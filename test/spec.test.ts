@@ -78,11 +78,11 @@ describe('operations', () => {
     expect(spec.paths['/broadcasts/{broadcast_id}']?.get).toMatchObject({ operationId: 'getBroadcast' });
   });
 
-  it('requires a bearer key everywhere but the health check', () => {
+  it('requires a full_access key everywhere but the sends, which a sending_access key may call, and the health check', () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
-    expect(spec.security).toEqual([{ bearerAuth: [] }]);
-    const open = operations.filter(({ op }) => op.security !== undefined).map(({ op }) => op.operationId);
-    expect(open).toEqual(['getHealth']);
+    expect(spec.security).toEqual([{ bearerAuth: ['full_access'] }]);
+    const own = Object.fromEntries(operations.filter(({ op }) => op.security !== undefined).map(({ op }) => [op.operationId, op.security]));
+    expect(own).toEqual({ sendEmail: [{ bearerAuth: ['sending_access'] }], sendBatchEmails: [{ bearerAuth: ['sending_access'] }], getHealth: [] });
   });
 
   it('every error response, default included, has a JSON body of the Error schema', () => {

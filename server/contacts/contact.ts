@@ -1,0 +1,16 @@
+// A stored contact as the API shows it.
+import type { Schemas } from '../api.ts';
+import type { ContactRecord } from '../store/contacts.ts';
+
+export function toContact(record: ContactRecord): Schemas['Contact'] {
+  return {
+    object: 'contact',
+    id: record.id,
+    email: record.email,
+    ...(record.first_name !== null && { first_name: record.first_name }),
+    ...(record.last_name !== null && { last_name: record.last_name }),
+    created_at: record.created_at,
+    unsubscribed: Boolean(record.unsubscribed),
+    properties: JSON.parse(record.properties),
+  };
+}

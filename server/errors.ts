@@ -1,0 +1,131 @@
+// Every error leaves as {statusCode, message, name}. Validator and body-parser errors are mapped here,
+// with messages that name the field at fault, worded from the schema that rejected it.
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import type { ErrorName } from './api.ts';
+import { resolveRef, type OpenApiDocument } from './contract.ts';
+
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly errorName: ErrorName,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
+export const invalid = (message: string, name: ErrorName = 'validation_error') => new ApiError(422, name, message);
+
+export function sendError(res: Response, error: ApiError): void {
+  res.set(error.headers).status(error.statusCode).json({ statusCode: error.statusCode, message: error.message, name: error.errorName });
+}
+
+/** What express-openapi-validator throws. */
+interface ValidatorError {
+  status: number;
+  message: string;
+  headers?: { Allow?: string };
+  errors?: { path: string; message: string; errorCode?: string }[];
+}
+
+export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const mapped = toApiError(err, req, spec);
+    const log = (res.locals.log as Logger | undefined) ?? logger;
+    if (mapped.statusCode >= 500) log.error({ err, validation: (err as ValidatorError).errors }, 'request failed');
+    if (res.headersSent) {
+      // A streamed body broke off midway; all that can be done is to cut the connection.
+      res.destroy();
+      return;
+    }
+    sendError(res, mapped);
+  };
+}
+
+function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
+  switch (e.type) {
+    case 'entity.parse.failed':
+      return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
+    case 'entity.too.large':
+      return new ApiError(413, 'payload_too_large', `The body is larger than ${e.limit} bytes.`);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError(415, 'unsupported_media_type', e.message);
+  }
+  const fromResponse = e.errors?.some((item) => item.path.startsWith('/response'));
+  switch (!fromResponse && e.status) {
+    case 400:
+      return requestValidationError(e, req, spec);
+    case 404:
+      return new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`);
+    case 405: {
+      const allow = (e.headers?.Allow ?? '').split(/,\s*/).filter(Boolean).map((m) => m.toUpperCase()).join(', ');
+      return new ApiError(405, 'method_not_allowed', `Method ${req.method} is not allowed on ${req.path}; use ${allow}.`, { Allow: allow });
+    }
+    case 413:
+      return new ApiError(413, 'payload_too_large', 'The body is too large.');
+    case 415:
+      return new ApiError(415, 'unsupported_media_type', 'The body must be sent as `application/json`.');
+  }
+  return new ApiError(500, 'internal_server_error', 'An unexpected error occurred.');
+}
+
+/** The first failure, said the way a person fixing the request needs it: which field, and what it must be. */
+function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDocument): ApiError {
+  const item = e.errors?.[0];
+  if (!item) return invalid(e.message);
+  const [, location, ...rest] = item.path.split('/');
+  const field = rest.join('.');
+  const keyword = item.errorCode?.split('.')[0];
+  const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
+  if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter \`${field}\`.`);
+  if (keyword === 'required') return invalid(`Missing \`${field}\` field.`, 'missing_required_field');
+  if (keyword === 'additionalProperties') return invalid(`Unknown field \`${field}\`.`);
+  const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
+  switch (keyword) {
+    case 'minimum':
+    case 'maximum':
+      if (schema?.minimum !== undefined && schema?.maximum !== undefined) {
+        return invalid(`The \`${field}\` must be between ${schema.minimum} and ${schema.maximum}.`, name);
+      }
+      break;
+    case 'format': {
+      const format = item.message.match(/format "([^"]+)"/)?.[1];
+      const what = format === 'uuid' ? 'a valid UUID' : format === 'email' ? 'a valid email address' : `a valid ${format}`;
+      return invalid(`The \`${field}\` must be ${what}.`, name);
+    }
+    case 'type': {
+      const type = item.message.replace(/^must be /, '').split(',')[0];
+      return invalid(`The \`${field}\` must be ${TYPE_NAMES[type] ?? type}.`, name);
+    }
+    case 'anyOf':
+    case 'oneOf':
+      if (schema?.description) return invalid(`The \`${field}\` must be ${lowerFirst(schema.description)}`, name);
+      break;
+  }
+  return invalid(`The \`${field || 'body'}\` ${item.message}.`, name);
+}
+
+function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any {
+  const route = (req as Request & { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
+  const item = route ? (spec.paths[route.replace(/:(\w+)/g, '{$1}')] as any) : undefined;
+  const parameters = [...(item?.parameters ?? []), ...(item?.[req.method.toLowerCase()]?.parameters ?? [])].map((p) => resolveRef(spec, p));
+  const parameter = parameters.find((p) => p.name.toLowerCase() === name.toLowerCase());
+  return parameter ? { ...resolveRef(spec, parameter.schema), description: parameter.description } : undefined;
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  array: 'an array',
+  object: 'an object',
+};
+
+const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);

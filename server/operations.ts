@@ -1,0 +1,36 @@
+// What whoever runs the server needs: the health check, the contract itself, and its reference page.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Router } from 'express';
+import type { OperationHandler } from './api.ts';
+import { specPath } from './contract.ts';
+import { ApiError } from './errors.ts';
+import type { Store } from './store/index.ts';
+
+const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
+
+/** Served before the validator: these two are not API operations. */
+export function contractRoutes(): Router {
+  const spec = readFileSync(specPath);
+  const docs = readFileSync(docsPath);
+  return Router()
+    .get('/openapi.yaml', (_req, res) => {
+      res.type('application/yaml').send(spec);
+    })
+    .get('/docs', (_req, res) => {
+      // The page is self-contained; this keeps it from reaching anywhere else, even for its logo.
+      res.set('Content-Security-Policy', "default-src 'self' 'unsafe-inline' data: blob:").type('html').send(docs);
+    });
+}
+
+export function healthRoutes(store: Store): Router {
+  const getHealth: OperationHandler<'getHealth'> = async (_req, res) => {
+    try {
+      await store.ping();
+    } catch {
+      throw new ApiError(503, 'service_unavailable', 'The database is not reachable.');
+    }
+    res.json({ status: 'ok' });
+  };
+  return Router().get('/health', getHealth);
+}

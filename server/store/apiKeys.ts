@@ -1,0 +1,37 @@
+// API keys, stored as SHA-256 hashes only.
+import type { Kysely, Selectable } from 'kysely';
+import type { ApiKeyTable, Tables } from './database.ts';
+
+export type ApiKeyRecord = Selectable<ApiKeyTable>;
+
+export class ApiKeyStore {
+  constructor(private readonly db: Kysely<Tables>) {}
+
+  async insert(record: ApiKeyRecord): Promise<void> {
+    await this.db.insertInto('api_keys').values(record).execute();
+  }
+
+  findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  }
+
+  list(): Promise<ApiKeyRecord[]> {
+    return this.db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
+  }
+
+  async count(): Promise<number> {
+    const { n } = await this.db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /** Revokes the key with this id; returns whether a live key was revoked. */
+  async revoke(id: string, at: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+}

@@ -1,0 +1,98 @@
+// Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
+import SqliteDatabase from 'better-sqlite3';
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { ContactTable, Database, Tables } from './database.ts';
+
+export type ContactRecord = Selectable<ContactTable>;
+export type ContactChanges = Omit<Updateable<ContactTable>, 'id' | 'email' | 'email_key' | 'created_at'>;
+export type Cursor = { after: string } | { before: string } | Record<string, never>;
+export type Page = { records: ContactRecord[]; hasMore: boolean };
+
+/** An `after` or `before` id that names no contact. */
+export class UnknownCursor extends Error {
+  constructor(readonly parameter: 'after' | 'before') {
+    super(`unknown ${parameter} cursor`);
+  }
+}
+
+export class ContactStore {
+  private readonly db: Kysely<Tables>;
+
+  constructor(private readonly database: Database) {
+    this.db = database.db;
+  }
+
+  /** Inserts the contact unless its email exists; returns the stored contact and whether it is new. */
+  async insertUnlessExists(record: ContactRecord): Promise<{ record: ContactRecord; created: boolean }> {
+    const inserted = await this.db
+      .insertInto('contacts')
+      .values(record)
+      .onConflict((oc) => oc.column('email_key').doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return { record: inserted, created: true };
+    const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirstOrThrow();
+    return { record: existing, created: false };
+  }
+
+  /** Finds a contact by id, or by its lower-cased email when `by` says so. */
+  find(by: 'id' | 'email_key', value: string): Promise<ContactRecord | undefined> {
+    return this.db.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
+  }
+
+  async update(by: 'id' | 'email_key', value: string, change: (current: ContactRecord) => ContactChanges): Promise<ContactRecord | undefined> {
+    return this.db.transaction().execute(async (tx) => {
+      const current = await tx.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
+      if (!current) return undefined;
+      return tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+    });
+  }
+
+  async delete(by: 'id' | 'email_key', value: string): Promise<string | undefined> {
+    const deleted = await this.db.deleteFrom('contacts').where(by, '=', value).returning('id').executeTakeFirst();
+    return deleted?.id;
+  }
+
+  /** One page of at most `limit` contacts, newest first, with `hasMore` exact in the direction of travel. */
+  async page(limit: number, cursor: Cursor): Promise<Page> {
+    const query = await this.after(cursor);
+    if ('before' in cursor) {
+      // Walk towards newer contacts, then turn the page around to keep newest first.
+      const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').limit(limit + 1).execute();
+      return { records: rows.slice(0, limit).reverse(), hasMore: rows.length > limit };
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  /**
+   * Every contact beyond the cursor, newest first, read from a database cursor so that memory does not
+   * grow with the number of contacts. On SQLite the stream reads through its own connection (WAL lets it
+   * see one snapshot while writers go on), so a slow reader never holds up the shared connection.
+   */
+  async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ContactRecord> {
+    const query = (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc');
+    if (this.database.dialect === 'postgres') {
+      yield* query.stream(chunk);
+      return;
+    }
+    const { sql, parameters } = query.compile();
+    const reader = new SqliteDatabase(this.database.sqliteFile!, { readonly: true });
+    try {
+      yield* reader.prepare(sql).iterate(...(parameters as unknown[])) as Iterable<ContactRecord>;
+    } finally {
+      reader.close();
+    }
+  }
+
+  /** The query restricted to the contacts beyond the cursor; throws UnknownCursor if it names none. */
+  private async after(cursor: Cursor) {
+    const query = this.db.selectFrom('contacts').selectAll();
+    const [parameter, id] = 'after' in cursor ? ['after' as const, cursor.after] : 'before' in cursor ? ['before' as const, cursor.before] : [];
+    if (!parameter) return query;
+    const at = await this.db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
+    if (!at) throw new UnknownCursor(parameter);
+    const direction = parameter === 'after' ? '<' : '>';
+    return query.where((eb) => eb(eb.refTuple('created_at', 'id'), direction, eb.tuple(at.created_at, at.id)));
+  }
+}

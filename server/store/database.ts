@@ -1,0 +1,96 @@
+// The database: SQLite (a file under DATA_DIR) unless DATABASE_URL names a PostgreSQL server.
+// Both run the same migrations and the same kysely queries.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import Cursor from 'pg-cursor';
+import { migrate } from './migrations.ts';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  permission: 'full_access' | 'sending_access';
+  key_hash: string;
+  /** The first characters of the key, so that people can tell keys apart in `keys list`. */
+  key_hint: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface ContactTable {
+  id: string;
+  email: string;
+  /** The lower-cased email, unique: two contacts cannot differ only in case. */
+  email_key: string;
+  first_name: string | null;
+  last_name: string | null;
+  unsubscribed: number;
+  /** JSON object of string values. */
+  properties: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface BroadcastTable {
+  id: string;
+  name: string;
+  segment_id: string;
+  from_address: string;
+  subject: string;
+  /** JSON array of addresses, or null. */
+  reply_to: string | null;
+  preview_text: string | null;
+  html: string | null;
+  text: string | null;
+  status: 'draft' | 'scheduled' | 'queued' | 'sent' | 'canceled';
+  topic_id: string | null;
+  created_at: string;
+  scheduled_at: string | null;
+  sent_at: string | null;
+}
+
+export interface Tables {
+  api_keys: ApiKeyTable;
+  contacts: ContactTable;
+  broadcasts: BroadcastTable;
+}
+
+export interface Database {
+  db: Kysely<Tables>;
+  dialect: DialectName;
+  /** For SQLite, the file; streams open their own read connection on it. */
+  sqliteFile?: string;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
+  const database = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir);
+  try {
+    await migrate(database.db, database.dialect);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  return database;
+}
+
+function openSqlite(dataDir: string): Database {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'mailroom.sqlite');
+  const sqlite = new SqliteDatabase(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', sqliteFile: file, close: () => db.destroy() };
+}
+
+function openPostgres(connectionString: string): Database {
+  const pool = new pg.Pool({ connectionString, max: 10 });
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
+  return { db, dialect: 'postgres', close: () => db.destroy() };
+}

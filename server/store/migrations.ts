@@ -1,0 +1,69 @@
+// Versioned schema migrations, run at start by every process; kysely's migrator locks so that
+// several processes starting together on PostgreSQL apply each migration once.
+import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import type { DialectName } from './database.ts';
+
+/** Text columns that are compared or ordered use byte order on PostgreSQL, as SQLite does. */
+const bytewise = (dialect: DialectName) => (dialect === 'postgres' ? sql`collate "C"` : sql``);
+
+function migrations(dialect: DialectName): Record<string, Migration> {
+  const ordered = bytewise(dialect);
+  return {
+    '0001_api_keys_contacts_broadcasts': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('permission', 'text', (c) => c.notNull())
+          .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('key_hint', 'text', (c) => c.notNull())
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('revoked_at', 'text')
+          .execute();
+
+        await db.schema
+          .createTable('contacts')
+          .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+          .addColumn('email', 'text', (c) => c.notNull())
+          .addColumn('email_key', 'text', (c) => c.notNull().unique())
+          .addColumn('first_name', 'text')
+          .addColumn('last_name', 'text')
+          .addColumn('unsubscribed', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('properties', 'text', (c) => c.notNull().defaultTo('{}'))
+          .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+          .addColumn('updated_at', 'text', (c) => c.notNull())
+          .execute();
+        // Keyset pagination walks this index in both directions.
+        await db.schema.createIndex('contacts_newest_first').on('contacts').columns(['created_at', 'id']).execute();
+
+        await db.schema
+          .createTable('broadcasts')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('segment_id', 'text', (c) => c.notNull())
+          .addColumn('from_address', 'text', (c) => c.notNull())
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('reply_to', 'text')
+          .addColumn('preview_text', 'text')
+          .addColumn('html', 'text')
+          .addColumn('text', 'text')
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('topic_id', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('scheduled_at', 'text')
+          .addColumn('sent_at', 'text')
+          .execute();
+      },
+    },
+  };
+}
+
+export async function migrate(db: Kysely<any>, dialect: DialectName): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${String((error as Error)?.message ?? error)}`);
+  }
+}
