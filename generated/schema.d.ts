@@ -364,7 +364,7 @@ export interface components {
              * @description Whether the contact starts out unsubscribed.
              * @default false
              */
-            unsubscribed: boolean;
+            unsubscribed?: boolean;
             properties?: components["schemas"]["ContactProperties"];
         };
         /** @description The fields to change; a name set to `null` is removed. */

@@ -1,0 +1,136 @@
+// Auth and every error path: the documented status and {statusCode, message, name} body.
+import { randomUUID } from 'node:crypto';
+import { Router } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../../server/apiKeys.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const WRONG_SHAPE = '00000000-0000-4000-8000-00000000bad0';
+const THROWS = '00000000-0000-4000-8000-00000000dead';
+
+/** Planted ahead of the real handlers: one answers outside the contract, one fails with a secret. */
+const saboteur = Router().get('/broadcasts/:broadcast_id', (req, res, next) => {
+  if (req.params.broadcast_id === WRONG_SHAPE) return void res.json({ object: 'broadcast', id: WRONG_SHAPE, audienceId: 'x' } as never);
+  if (req.params.broadcast_id === THROWS) throw new Error('connection to 10.0.0.7 failed: password=hunter2');
+  next();
+});
+
+const errorBody = (statusCode: number, name: string) => ({ statusCode, name, message: expect.any(String) });
+
+describe.each(backends)('errors on %s', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend, { config: { bodyLimit: '10kb' }, extraRoutes: saboteur });
+  });
+  afterAll(() => server.close());
+
+  const call = async (path: string, init?: RequestInit) => {
+    const res = await server.request(path, init);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    return { status: res.status, body: await res.json(), headers: res.headers };
+  };
+
+  describe('auth', () => {
+    it('answers 401 missing_api_key without a bearer key', async () => {
+      for (const authorization of ['', 'Basic dXNlcjpwYXNz', 'Bearer']) {
+        const res = await fetch(`${server.url}/contacts?limit=1`, { headers: authorization ? { authorization } : {} });
+        expect(res.status).toBe(401);
+        expect(await res.json()).toEqual(errorBody(401, 'missing_api_key'));
+      }
+    });
+
+    it('answers 403 invalid_api_key for an unknown key', async () => {
+      const res = await call('/contacts?limit=1', { headers: { authorization: 'Bearer re_unknownunknownunknownunknown1234' } });
+      expect(res).toMatchObject({ status: 403, body: errorBody(403, 'invalid_api_key') });
+    });
+
+    it('answers 403 for a revoked key that worked before', async () => {
+      const { id, key } = await createKey(server.store, 'to revoke', 'full_access');
+      const before = await call('/contacts?limit=1', { headers: { authorization: `Bearer ${key}` } });
+      expect(before.status).toBe(200);
+      expect(await server.store.apiKeys.revoke(id, new Date().toISOString())).toBe(true);
+      const after = await call('/contacts?limit=1', { headers: { authorization: `Bearer ${key}` } });
+      expect(after).toMatchObject({ status: 403, body: errorBody(403, 'invalid_api_key') });
+    });
+
+    it('answers 401 restricted_api_key when a sending_access key reads contacts or broadcasts', async () => {
+      const { key } = await createKey(server.store, 'sender', 'sending_access');
+      for (const path of ['/contacts?limit=1', `/broadcasts/${randomUUID()}`]) {
+        const res = await call(path, { headers: { authorization: `Bearer ${key}` } });
+        expect(res).toMatchObject({ status: 401, body: errorBody(401, 'restricted_api_key') });
+      }
+    });
+
+    it('lets the health check through without a key', async () => {
+      const res = await fetch(`${server.url}/health`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ status: 'ok' });
+    });
+  });
+
+  describe('requests the server cannot take', () => {
+    const post = (body: string, contentType = 'application/json') =>
+      call('/contacts', { method: 'POST', headers: { 'content-type': contentType }, body });
+
+    it('answers 400 invalid_json for malformed JSON', async () => {
+      expect(await post('{"email": ')).toMatchObject({ status: 400, body: errorBody(400, 'invalid_json') });
+    });
+
+    it('answers 413 payload_too_large over the body limit', async () => {
+      const res = await post(JSON.stringify({ email: 'a@b.dev', first_name: 'x'.repeat(20_000) }));
+      expect(res).toMatchObject({ status: 413, body: errorBody(413, 'payload_too_large') });
+    });
+
+    it('answers 415 unsupported_media_type for a body that is not JSON', async () => {
+      expect(await post('email=a@b.dev', 'application/x-www-form-urlencoded')).toMatchObject({ status: 415, body: errorBody(415, 'unsupported_media_type') });
+    });
+
+    it('answers 404 not_found for an unknown route', async () => {
+      expect(await call('/audiences')).toMatchObject({ status: 404, body: errorBody(404, 'not_found') });
+    });
+
+    it('answers 405 method_not_allowed with Allow for a method the path lacks', async () => {
+      const res = await call('/contacts', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(res).toMatchObject({ status: 405, body: errorBody(405, 'method_not_allowed') });
+      expect(res.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'POST']);
+    });
+
+    it('answers 422 for an unknown query parameter', async () => {
+      expect(await call('/contacts?limit=1&page=2')).toMatchObject({ status: 422, body: { message: 'Unknown query parameter `page`.' } });
+    });
+
+    it('takes what the resend SDK sends: Content-Type: application/json on GETs and on empty-bodied requests', async () => {
+      const get = await call('/contacts?limit=1', { headers: { 'content-type': 'application/json' } });
+      expect(get.status).toBe(200);
+      const { data: ref } = await server.client.POST('/contacts', { body: { email: 'empty-body@example.com' } });
+      const del = await call(`/contacts/${ref!.id}`, { method: 'DELETE', headers: { 'content-type': 'application/json' } });
+      expect(del).toMatchObject({ status: 200, body: { deleted: true } });
+    });
+  });
+
+  describe('server faults', () => {
+    it('answers 500 with nothing of the fault in the body, and logs it', async () => {
+      const res = await call(`/broadcasts/${THROWS}`);
+      expect(res).toEqual({ status: 500, headers: expect.anything(), body: { statusCode: 500, name: 'internal_server_error', message: 'An unexpected error occurred.' } });
+      expect(JSON.stringify(res.body)).not.toMatch(/hunter2|10\.0\.0\.7|at /);
+      const logged = server.logs.find((line) => line.level === 50 && line.err?.message?.includes('hunter2'));
+      expect(logged?.err.stack).toContain('errors.test.ts');
+    });
+
+    it('response validation is live: a body outside the contract becomes a logged 500, not a silent pass', async () => {
+      const res = await call(`/broadcasts/${WRONG_SHAPE}`);
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ statusCode: 500, name: 'internal_server_error', message: 'An unexpected error occurred.' });
+      const logged = server.logs.find((line) => line.level === 50 && JSON.stringify(line.validation ?? '').includes('/response'));
+      expect(logged, 'a logged response validation error').toBeDefined();
+    });
+
+    it('logs each request as one JSON line with its request id', async () => {
+      const res = await server.request('/health', { headers: { 'x-request-id': 'trace-me-123' } });
+      expect(res.headers.get('x-request-id')).toBe('trace-me-123');
+      await new Promise((r) => setTimeout(r, 20));
+      expect(server.logs).toContainEqual(expect.objectContaining({ reqId: 'trace-me-123', method: 'GET', url: '/health', status: 200 }));
+    });
+  });
+});

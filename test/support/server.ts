@@ -1,0 +1,47 @@
+// A live Mailroom server on 127.0.0.1 for a test suite, on a fresh SQLite file or PostgreSQL schema,
+// with its JSON log lines captured and a client from client/ pointed at it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type express from 'express';
+import { pino } from 'pino';
+import { createMailroomClient, type MailroomClient } from '../../client/index.ts';
+import { loadConfig, type Config } from '../../server/config.ts';
+import { startServer, type RunningServer } from '../../server/server.ts';
+import { postgresSchema, type Backend } from './backends.ts';
+
+export const TEST_KEY = 're_test0000000000000000000000000000';
+
+export interface TestServer extends RunningServer {
+  client: MailroomClient;
+  apiKey: string;
+  /** Every log line the server wrote, parsed. */
+  logs: Record<string, any>[];
+  /** fetch against the server with the test key unless `headers` says otherwise. */
+  request(path: string, init?: RequestInit): Promise<Response>;
+}
+
+export async function startTestServer(
+  backend: Backend,
+  options: { config?: Partial<Config>; extraRoutes?: express.Router } = {},
+): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'));
+  const schema = backend === 'postgres' ? await postgresSchema() : undefined;
+  const logs: Record<string, any>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const config: Config = { ...loadConfig({}), port: 0, dataDir, databaseUrl: schema?.url, apiKey: TEST_KEY, ...options.config };
+  const running = await startServer(config, { logger, extraRoutes: options.extraRoutes });
+  return {
+    ...running,
+    apiKey: TEST_KEY,
+    logs,
+    client: createMailroomClient({ apiKey: TEST_KEY, baseUrl: running.url }),
+    request: (path, init = {}) =>
+      fetch(running.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...(init.headers as Record<string, string>) } }),
+    close: async () => {
+      await running.close();
+      await schema?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
