@@ -1,0 +1,99 @@
+// The server as an operator runs it: `server/main.ts` in its own process, the keys command, graceful
+// shutdown on SIGTERM with a request in flight, and a loud failure when the contract is broken.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { startServer } from '../../server/server.ts';
+import { openStore } from '../../server/store/index.ts';
+
+const run = promisify(execFile);
+const root = new URL('../..', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-process-'));
+const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: '', DATABASE_URL: '', LOG_LEVEL: 'info' };
+
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+/** Starts server/main.ts and resolves once it logs where it listens. */
+function start(): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: root, env });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (chunk) => {
+      stdout += chunk;
+      const url = /"url":"([^"]+)".*Mailroom is listening/.exec(stdout)?.[1];
+      if (url) resolve({ child, url, stderr: () => stderr });
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code} before listening: ${stderr}`)));
+  });
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.on('exit', resolve));
+
+describe('the server process', () => {
+  let firstKey = '';
+
+  it('creates and prints a key on first start, serves with it, and finishes an in-flight request on SIGTERM', async () => {
+    const { child, url, stderr } = await start();
+    // main.ts prints the key right after the listening line; give it a moment.
+    for (let i = 0; i < 50 && !/re_[A-Za-z0-9]{32}/.test(stderr()); i++) await new Promise((r) => setTimeout(r, 20));
+    firstKey = /re_[A-Za-z0-9]{32}/.exec(stderr())?.[0] ?? '';
+    expect(firstKey).not.toBe('');
+    const auth = { authorization: `Bearer ${firstKey}` };
+    expect((await fetch(`${url}/contacts?limit=1`, { headers: auth })).status).toBe(200);
+
+    // Enough contacts that the unpaginated list is still streaming when SIGTERM arrives.
+    const store = await openStore({ dataDir });
+    const at = new Date().toISOString();
+    for (let i = 0; i < 30_000; i += 1000) {
+      const rows = Array.from({ length: 1000 }, (_, j) => ({ id: randomUUID(), email: `p${i + j}@x.dev`, email_key: `p${i + j}@x.dev`, first_name: null, last_name: null, unsubscribed: 0, properties: '{}', created_at: at, updated_at: at }));
+      await store.database.db.insertInto('contacts').values(rows).execute();
+    }
+    await store.close();
+
+    const response = await fetch(`${url}/contacts`, { headers: auth });
+    expect(response.status).toBe(200);
+    child.kill('SIGTERM');
+    const body = await response.json();
+    expect(body.data).toHaveLength(30_000);
+    expect(await exited(child)).toBe(0);
+  });
+
+  it('keeps its store across restarts and prints no new key', async () => {
+    const { child, url, stderr } = await start();
+    expect(stderr()).not.toContain('Created an API key');
+    expect((await fetch(`${url}/contacts?limit=1`, { headers: { authorization: `Bearer ${firstKey}` } })).status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exited(child)).toBe(0);
+  });
+
+  it('manages keys with the keys command: create prints the key once, list shows it, revoke ends it', async () => {
+    const keys = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/keys.ts', ...args], { cwd: root, env });
+    const created = await keys('create', '--name', 'newsletter', '--permission', 'sending_access');
+    const key = created.stdout.trim();
+    expect(key).toMatch(/^re_[A-Za-z0-9]{32}$/);
+    const listed = (await keys('list')).stdout;
+    const line = listed.split('\n').find((l) => l.endsWith('newsletter'))!;
+    expect(line).toContain('sending_access');
+    expect(line).toContain(key.slice(0, 7));
+    expect(listed).not.toContain(key);
+    const id = line.split(' ')[0]!;
+    expect((await keys('revoke', id)).stdout).toContain(id);
+    expect((await keys('list')).stdout.split('\n').find((l) => l.endsWith('newsletter'))).toContain('revoked');
+    await expect(keys('create')).rejects.toMatchObject({ code: 2 });
+  });
+
+  it('refuses to start, loudly, when the contract is missing or invalid', async () => {
+    const config = { ...loadConfig({}), port: 0, dataDir };
+    await expect(startServer(config, { spec: join(dataDir, 'missing.yaml') })).rejects.toThrow(/ENOENT|no such file/);
+    const broken = join(dataDir, 'broken.yaml');
+    writeFileSync(broken, 'openapi: 3.1.0\ninfo: {title: x}\npaths:\n  /contacts: {get: {responses: 200}}\n');
+    await expect(startServer(config, { spec: broken })).rejects.toThrow(/invalid/);
+  });
+});
