@@ -41,11 +41,12 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
       ignoreUndocumented: false,
     }),
   );
-  app.use(authenticate(spec, store), rateLimit(config.rateLimitPerSecond));
+  app.use(authenticate(spec, store));
+  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
   if (extraRoutes) app.use(extraRoutes);
-  app.use(healthRoutes(store));
-  app.use(contactRoutes(store, contactStream(compile('/components/schemas/Contact'))));
-  app.use(broadcastRoutes(store));
+  app.use('/health', healthRoutes(store));
+  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'))));
+  app.use('/broadcasts', broadcastRoutes(store));
   app.use(errorHandler(spec, logger));
   return app;
 }

@@ -32,5 +32,5 @@ export function healthRoutes(store: Store): Router {
     }
     res.json({ status: 'ok' });
   };
-  return Router().get('/health', getHealth);
+  return Router().get('/', getHealth);
 }

@@ -39,7 +39,7 @@ export function broadcastRoutes(store: Store): Router {
     res.json(toBroadcast(record));
   };
 
-  return Router().post('/broadcasts', createBroadcast).get('/broadcasts/:broadcast_id', getBroadcast);
+  return Router().post('/', createBroadcast).get('/:broadcast_id', getBroadcast);
 }
 
 function toBroadcast(record: BroadcastRecord): Schemas['Broadcast'] {

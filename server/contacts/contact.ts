@@ -1,8 +1,8 @@
 // A stored contact as the API shows it.
 import type { Schemas } from '../api.ts';
-import type { ContactRecord } from '../store/contacts.ts';
+import type { ListedContact } from '../store/contacts.ts';
 
-export function toContact(record: ContactRecord): Schemas['Contact'] {
+export function toContact(record: ListedContact): Schemas['Contact'] {
   return {
     object: 'contact',
     id: record.id,

@@ -70,11 +70,11 @@ export function contactRoutes(store: Store, streamContacts: ContactStream): Rout
   };
 
   return Router()
-    .get('/contacts', listContacts)
-    .post('/contacts', createContact)
-    .get('/contacts/:contact_id', getContact)
-    .patch('/contacts/:contact_id', updateContact)
-    .delete('/contacts/:contact_id', deleteContact);
+    .get('/', listContacts)
+    .post('/', createContact)
+    .get('/:contact_id', getContact)
+    .patch('/:contact_id', updateContact)
+    .delete('/:contact_id', deleteContact);
 }
 
 /** The path names a contact by id or by email; emails are matched without regard to case. */

@@ -4,10 +4,10 @@
 import type { Response } from 'express';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import type { ContactRecord } from '../store/contacts.ts';
+import type { ListedContact } from '../store/contacts.ts';
 import { toContact } from './contact.ts';
 
-export type ContactStream = (res: Response, records: AsyncIterable<ContactRecord>) => Promise<void>;
+export type ContactStream = (res: Response, records: AsyncIterable<ListedContact>) => Promise<void>;
 
 /** Rows written between two turns of the event loop: small enough that no other request waits long. */
 const ROWS_PER_TURN = 200;

@@ -4,9 +4,12 @@ import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { ContactTable, Database, Tables } from './database.ts';
 
 export type ContactRecord = Selectable<ContactTable>;
+/** What listing needs: fewer columns read is measurably faster on long pages. */
+export type ListedContact = Omit<ContactRecord, 'email_key' | 'updated_at'>;
+const LISTED = ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'properties', 'created_at'] as const;
 export type ContactChanges = Omit<Updateable<ContactTable>, 'id' | 'email' | 'email_key' | 'created_at'>;
 export type Cursor = { after: string } | { before: string } | Record<string, never>;
-export type Page = { records: ContactRecord[]; hasMore: boolean };
+export type Page = { records: ListedContact[]; hasMore: boolean };
 
 /** An `after` or `before` id that names no contact. */
 export class UnknownCursor extends Error {
@@ -70,7 +73,7 @@ export class ContactStore {
    * grow with the number of contacts. On SQLite the stream reads through its own connection (WAL lets it
    * see one snapshot while writers go on), so a slow reader never holds up the shared connection.
    */
-  async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ContactRecord> {
+  async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
     const query = (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc');
     if (this.database.dialect === 'postgres') {
       yield* query.stream(chunk);
@@ -79,7 +82,7 @@ export class ContactStore {
     const { sql, parameters } = query.compile();
     const reader = new SqliteDatabase(this.database.sqliteFile!, { readonly: true });
     try {
-      yield* reader.prepare(sql).iterate(...(parameters as unknown[])) as Iterable<ContactRecord>;
+      yield* reader.prepare(sql).iterate(...(parameters as unknown[])) as Iterable<ListedContact>;
     } finally {
       reader.close();
     }
@@ -87,7 +90,7 @@ export class ContactStore {
 
   /** The query restricted to the contacts beyond the cursor; throws UnknownCursor if it names none. */
   private async after(cursor: Cursor) {
-    const query = this.db.selectFrom('contacts').selectAll();
+    const query = this.db.selectFrom('contacts').select(LISTED);
     const [parameter, id] = 'after' in cursor ? ['after' as const, cursor.after] : 'before' in cursor ? ['before' as const, cursor.before] : [];
     if (!parameter) return query;
     const at = await this.db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();

@@ -85,8 +85,26 @@ function openSqlite(dataDir: string): Database {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqliteFile: file, close: () => db.destroy() };
+}
+
+/**
+ * kysely prepares every query anew; the same few statements run on every request, so keep them.
+ * Safe because kysely runs one statement at a time on this connection and streams use their own.
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  const prepare = (source: string) => {
+    let statement = statements.get(source);
+    if (!statement) {
+      if (statements.size >= 500) statements.clear();
+      statement = sqlite.prepare(source);
+      statements.set(source, statement);
+    }
+    return statement;
+  };
+  return new Proxy(sqlite, { get: (target, key) => (key === 'prepare' ? prepare : Reflect.get(target, key, target)) });
 }
 
 function openPostgres(connectionString: string): Database {

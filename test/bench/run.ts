@@ -1,0 +1,109 @@
+// `npm run bench`: the full server against bare handlers sending the same bytes, measured in one run.
+// Each server runs in its own process and autocannon in another, all on 127.0.0.1, bounded in time.
+// Set DATABASE_URL to benchmark on PostgreSQL instead of SQLite.
+import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { TEST_KEY } from '../support/server.ts';
+import { openStore } from '../../server/store/index.ts';
+
+const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONNECTIONS = 16;
+const run = promisify(execFile);
+const here = new URL('.', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'));
+const env = { ...process.env, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', BENCH_BODIES: join(dataDir, 'bodies.json') };
+
+async function seed(): Promise<string> {
+  const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });
+  const base = Date.parse('2026-01-01T00:00:00.000Z');
+  for (let i = 0; i < CONTACTS; i += 2000) {
+    const rows = Array.from({ length: Math.min(2000, CONTACTS - i) }, (_, j) => {
+      const n = i + j;
+      const at = new Date(base + n * 7).toISOString();
+      return { id: randomUUID(), email: `c${n}@bench.dev`, email_key: `c${n}@bench.dev`, first_name: `First${n}`, last_name: `Last${n}`, unsubscribed: n % 10 === 0 ? 1 : 0, properties: JSON.stringify({ plan: 'pro', n: String(n) }), created_at: at, updated_at: at };
+    });
+    await store.database.db.insertInto('contacts').values(rows).execute();
+  }
+  const broadcast = randomUUID();
+  await store.broadcasts.insert({
+    id: broadcast, name: 'Bench', segment_id: randomUUID(), from_address: 'Acme <news@acme.dev>', subject: 'Hello', reply_to: '["support@acme.dev"]',
+    preview_text: 'Preview', html: '<p>Hi {{{FIRST_NAME|there}}}</p>', text: 'Hi {{{FIRST_NAME|there}}}', status: 'draft', topic_id: null,
+    created_at: new Date().toISOString(), scheduled_at: null, sent_at: null,
+  });
+  await store.close();
+  return broadcast;
+}
+
+type Target = { child: ChildProcess; url: string; ask: (message: string) => Promise<any> };
+
+async function startTarget(kind: 'mailroom' | 'express' | 'http'): Promise<Target> {
+  const child = fork(join(here, 'target.ts'), [kind], { env, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m: any) => resolve(m.url));
+    child.once('exit', (code) => reject(new Error(`${kind} target exited ${code}`)));
+  });
+  const ask = (message: string) => new Promise((resolve) => { child.once('message', resolve); child.send(message); });
+  return { child, url, ask };
+}
+
+async function load(url: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
+  const { stdout } = await run('npx', ['autocannon', '--json', '-c', String(CONNECTIONS), '-d', String(SECONDS), '-H', `authorization=Bearer ${TEST_KEY}`, url], { maxBuffer: 64 << 20 });
+  const r = JSON.parse(stdout);
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
+}
+
+const broadcastId = await seed();
+const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100' };
+const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
+console.log(`Mailroom benchmark: ${database}, ${CONTACTS.toLocaleString('en')} contacts, ${CONNECTIONS} connections, ${SECONDS}s per run\n`);
+
+// 1. The unpaginated list, on a fresh server so that its peak RSS is the stream's.
+const mailroom = await startTarget('mailroom');
+await mailroom.ask('reset');
+const started = performance.now();
+const res = await fetch(`${mailroom.url}/contacts`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+let bytes = 0;
+const reader = res.body!.getReader();
+for (let part = await reader.read(); !part.done; part = await reader.read()) bytes += part.value.length;
+const streamSeconds = (performance.now() - started) / 1000;
+const stream = await mailroom.ask('stats');
+const mb = (b: number) => (b / 2 ** 20).toFixed(0);
+console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
+console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
+
+// 2. Request rates: the full server, then the bare handlers sending the same bodies.
+const bodies: Record<string, string> = {};
+for (const path of Object.values(paths)) {
+  bodies[path] = await (await fetch(mailroom.url + path, { headers: { authorization: `Bearer ${TEST_KEY}` } })).text();
+}
+writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
+const results: Record<string, Record<string, Awaited<ReturnType<typeof load>>>> = {};
+for (const kind of ['mailroom', 'express', 'http'] as const) {
+  const target = kind === 'mailroom' ? mailroom : await startTarget(kind);
+  results[kind] = {};
+  for (const [name, path] of Object.entries(paths)) results[kind][name] = await load(target.url + path);
+  target.child.kill('SIGTERM');
+}
+
+const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4 };
+console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
+for (const [name, path] of Object.entries(paths)) {
+  for (const kind of ['mailroom', 'express', 'http']) {
+    const r = results[kind]![name]!;
+    console.log(`${(kind === 'mailroom' ? `GET ${path.replace(broadcastId, '{id}')}` : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+  }
+}
+console.log('\nratios (full server / bare handler, same run):');
+for (const name of Object.keys(paths)) {
+  const full = results.mailroom![name]!.rps;
+  const vsExpress = full / results.express![name]!.rps;
+  const vsHttp = full / results.http![name]!.rps;
+  const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
+  console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
+}
+rmSync(dataDir, { recursive: true, force: true });
