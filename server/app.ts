@@ -35,6 +35,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec) as never,
+      validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
       validateRequests: { allowUnknownQueryParameters: false },
       validateResponses: true,
       validateSecurity: false, // authenticate() below does it, with the error names DESIGN.md gives

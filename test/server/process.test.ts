@@ -1,12 +1,13 @@
-// The server as an operator runs it: `server/main.ts` in its own process, the keys command, graceful
-// shutdown on SIGTERM with a request in flight, and a loud failure when the contract is broken.
+// The server as an operator runs it: the build that `npm start` runs, in its own process, the keys
+// command, graceful shutdown on SIGTERM with a request in flight, and a loud failure when the contract
+// is broken.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { startServer } from '../../server/server.ts';
 import { openStore } from '../../server/store/index.ts';
@@ -16,11 +17,12 @@ const root = new URL('../..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-process-'));
 const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: '', DATABASE_URL: '', LOG_LEVEL: 'info' };
 
+beforeAll(() => run('npm', ['run', '-s', 'build'], { cwd: root }));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** Starts server/main.ts and resolves once it logs where it listens. */
 function start(): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { cwd: root, env });
+  const child = spawn(process.execPath, ['build/main.js'], { cwd: root, env });
   let stderr = '';
   child.stderr!.on('data', (chunk) => (stderr += chunk));
   return new Promise((resolve, reject) => {
@@ -74,7 +76,7 @@ describe('the server process', () => {
   });
 
   it('manages keys with the keys command: create prints the key once, list shows it, revoke ends it', async () => {
-    const keys = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/keys.ts', ...args], { cwd: root, env });
+    const keys = (...args: string[]) => run(process.execPath, ['build/keys.js', ...args], { cwd: root, env });
     const created = await keys('create', '--name', 'newsletter', '--permission', 'sending_access');
     const key = created.stdout.trim();
     expect(key).toMatch(/^re_[A-Za-z0-9]{32}$/);
