@@ -52,16 +52,15 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   return app;
 }
 
-/** One JSON log line per request, tied to its x-request-id. */
+/** One JSON log line per request, tied to its x-request-id, which error logs repeat. */
 function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const id = req.get('x-request-id') || randomUUID();
+    const reqId = req.get('x-request-id') || randomUUID();
     const started = performance.now();
-    const log = logger.child({ reqId: id });
-    res.locals.log = log;
-    res.setHeader('x-request-id', id);
+    res.locals.reqId = reqId;
+    res.setHeader('x-request-id', reqId);
     res.on('finish', () => {
-      log.info({ method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info({ reqId, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
     });
     next();
   };

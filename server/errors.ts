@@ -34,8 +34,7 @@ interface ValidatorError {
 export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const mapped = toApiError(err, req, spec);
-    const log = (res.locals.log as Logger | undefined) ?? logger;
-    if (mapped.statusCode >= 500) log.error({ err, validation: (err as ValidatorError).errors }, 'request failed');
+    if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
     if (res.headersSent) {
       // A streamed body broke off midway; all that can be done is to cut the connection.
       res.destroy();

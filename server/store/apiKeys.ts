@@ -1,18 +1,24 @@
 // API keys, stored as SHA-256 hashes only.
 import type { Kysely, Selectable } from 'kysely';
 import type { ApiKeyTable, Tables } from './database.ts';
+import { prepared } from './prepared.ts';
 
 export type ApiKeyRecord = Selectable<ApiKeyTable>;
 
 export class ApiKeyStore {
-  constructor(private readonly db: Kysely<Tables>) {}
+  // Runs on every authenticated request.
+  private readonly byHash;
+
+  constructor(private readonly db: Kysely<Tables>) {
+    this.byHash = prepared(this.db, (hash) => this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash));
+  }
 
   async insert(record: ApiKeyRecord): Promise<void> {
     await this.db.insertInto('api_keys').values(record).execute();
   }
 
-  findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return (await this.byHash(keyHash))[0];
   }
 
   list(): Promise<ApiKeyRecord[]> {
