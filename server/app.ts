@@ -1,5 +1,6 @@
-// The HTTP app: request log → contract pages → JSON body parser → express-openapi-validator (requests
-// and responses) → auth → rate limit → one router per resource → one error handler.
+// The HTTP app: request log → contract pages → JSON body parser → the validator's routing (404, 405)
+// → response checking switched on → auth → rate limit → idempotency → batch triage → the validator's
+// request check → one router per resource → one error handler.
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -11,7 +12,11 @@ import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
+import { batchValidation } from './emails/batch.ts';
+import { idempotency, keepRawBody } from './emails/idempotency.ts';
+import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes } from './operations.ts';
+import { templateRoutes } from './templates/routes.ts';
 import type { Store } from './store/index.ts';
 
 export interface AppOptions {
@@ -31,23 +36,37 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
 
   app.use(requestLog(logger), stableQuery);
   app.use(contractRoutes());
-  app.use(express.json({ limit: config.bodyLimit }));
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: structuredClone(spec) as never,
-      validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
-      validateRequests: { allowUnknownQueryParameters: false },
-      validateResponses: true,
-      validateSecurity: false, // authenticate() below does it, with the error names DESIGN.md gives
-      ignoreUndocumented: false,
-    }),
-  );
+  app.use(express.json({ limit: config.bodyLimit, verify: keepRawBody }));
+  const validator = OpenApiValidator.middleware({
+    apiSpec: structuredClone(spec) as never,
+    validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
+    validateRequests: { allowUnknownQueryParameters: false },
+    validateResponses: true,
+    validateSecurity: false, // authenticate() below does it, with the error names DESIGN.md gives
+    ignoreUndocumented: false,
+  });
+  // The validator's middlewares are taken apart so that auth, idempotency and batch triage run after it
+  // has matched the operation and before it checks the request, and so that every response from then
+  // on, an auth error or a permissive batch answered early included, is checked against the contract.
+  const part = (name: string) => {
+    const found = validator.find((middleware) => middleware.name === name);
+    if (!found) throw new Error(`express-openapi-validator has no ${name} any more; revisit createApp`);
+    return found;
+  };
+  const checkRequest = part('requestMiddleware');
+  const checkResponse = part('responseMiddleware');
+  app.use(validator.filter((middleware) => middleware !== checkRequest && middleware !== checkResponse));
+  app.use(checkResponse);
   app.use(authenticate(spec, store));
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
+  app.use(idempotency(spec, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
+  app.use(checkRequest);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));
   app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'))));
   app.use('/broadcasts', broadcastRoutes(store));
+  app.use('/emails', emailRoutes(store));
+  app.use('/templates', templateRoutes(store));
   app.use(errorHandler(spec, logger));
   return app;
 }

@@ -28,8 +28,9 @@ const SPEC_ID = 'mailroom:openapi';
 
 /** Compiles any schema inside the document, addressed by JSON pointer (`/components/schemas/Contact`). */
 export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => ValidateFunction {
-  // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator).
-  const ajv = new Ajv2020({ allErrors: true, strict: false, validateSchema: false });
+  // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator);
+  // verbose keeps the failing schema with each error, so that messages can quote its description.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateSchema: false, verbose: true });
   addFormats(ajv);
   ajv.addSchema(spec as object, SPEC_ID);
   return (pointer) => ajv.compile({ $ref: `${SPEC_ID}#${pointer}` });

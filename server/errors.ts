@@ -1,5 +1,6 @@
 // Every error leaves as {statusCode, message, name}. Validator and body-parser errors are mapped here,
 // with messages that name the field at fault, worded from the schema that rejected it.
+import type { ErrorObject } from 'ajv/dist/2020.js';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
@@ -84,7 +85,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter \`${field}\`.`);
   if (keyword === 'required') return invalid(`Missing \`${field}\` field.`, 'missing_required_field');
-  if (keyword === 'additionalProperties') return invalid(`Unknown field \`${field}\`.`);
+  if (keyword === 'additionalProperties') return invalid(`The field \`${field}\` is not supported.`);
   const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
   switch (keyword) {
     case 'minimum':
@@ -108,6 +109,28 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       break;
   }
   return invalid(`The \`${field || 'body'}\` ${item.message}.`, name);
+}
+
+/**
+ * The same wording for errors from a schema compiled by server/contract.ts (which keeps the failing
+ * schema with each error), such as those of the emails of a batch.
+ */
+export function describeSchemaErrors(errors: ErrorObject[]): string {
+  const field = (path: string, property?: string) => [...path.split('/').slice(1), ...(property ? [property] : [])].join('.');
+  const required = errors.find((e) => e.keyword === 'required');
+  if (required) return `Missing \`${field(required.instancePath, required.params.missingProperty)}\` field.`;
+  const extra = errors.find((e) => e.keyword === 'additionalProperties');
+  if (extra) return `The field \`${field(extra.instancePath, extra.params.additionalProperty)}\` is not supported.`;
+  const excluded = errors.find((e) => e.keyword === 'false schema');
+  if (excluded) {
+    const other = /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];
+    return `The field \`${field(excluded.instancePath)}\` cannot be combined with \`${other}\`.`;
+  }
+  const union = errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf');
+  if (union?.parentSchema?.description) return `The \`${field(union.instancePath)}\` must be ${lowerFirst(union.parentSchema.description)}`;
+  const first = errors[0]!;
+  const type = first.keyword === 'type' ? TYPE_NAMES[String(first.params.type)] : undefined;
+  return `The \`${field(first.instancePath) || 'email'}\` ${type ? `must be ${type}` : first.message}.`;
 }
 
 function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any {

@@ -53,10 +53,79 @@ export interface BroadcastTable {
   sent_at: string | null;
 }
 
+export interface TemplateTable {
+  id: string;
+  alias: string | null;
+  name: string;
+  status: 'draft' | 'published';
+  from_address: string | null;
+  subject: string | null;
+  /** JSON array of addresses, or null. */
+  reply_to: string | null;
+  html: string;
+  text: string | null;
+  /** JSON array of declared variables. */
+  variables: string;
+  /** JSON of the content as last published: what sends use. */
+  published: string | null;
+  created_at: string;
+  updated_at: string;
+  published_at: string | null;
+}
+
+export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'failed';
+
+export interface EmailTable {
+  id: string;
+  from_address: string;
+  /** JSON arrays of addresses. */
+  to_addresses: string;
+  cc: string | null;
+  bcc: string | null;
+  reply_to: string | null;
+  subject: string;
+  html: string | null;
+  /** null until sent means "generate it from html"; "" means send no plain-text part. */
+  text: string | null;
+  /** JSON object and JSON array, or null. */
+  headers: string | null;
+  tags: string | null;
+  last_event: EmailEvent;
+  attempts: number;
+  /** When the outbox may next hand it to a worker; a claim moves it forward by the lease. */
+  next_attempt_at: string;
+  message_id: string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CapturedMessageTable {
+  email_id: string;
+  raw: string;
+  captured_at: string;
+}
+
+export interface IdempotencyRecordTable {
+  /** `POST /emails/batch`: the method and path the key belongs to. */
+  scope: string;
+  key: string;
+  fingerprint: string;
+  state: 'in_flight' | 'completed';
+  response_status: number | null;
+  response_body: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Tables {
   api_keys: ApiKeyTable;
   contacts: ContactTable;
   broadcasts: BroadcastTable;
+  templates: TemplateTable;
+  emails: EmailTable;
+  captured_messages: CapturedMessageTable;
+  idempotency_records: IdempotencyRecordTable;
 }
 
 export interface Database {

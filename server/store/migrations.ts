@@ -56,6 +56,78 @@ function migrations(dialect: DialectName): Record<string, Migration> {
           .execute();
       },
     },
+    '0002_templates_emails_idempotency': {
+      async up(db: Kysely<any>) {
+        await db.schema
+          .createTable('templates')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('alias', 'text', (c) => c.unique())
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('from_address', 'text')
+          .addColumn('subject', 'text')
+          .addColumn('reply_to', 'text')
+          .addColumn('html', 'text', (c) => c.notNull())
+          .addColumn('text', 'text')
+          .addColumn('variables', 'text', (c) => c.notNull())
+          .addColumn('published', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('updated_at', 'text', (c) => c.notNull())
+          .addColumn('published_at', 'text')
+          .execute();
+
+        await db.schema
+          .createTable('emails')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('from_address', 'text', (c) => c.notNull())
+          .addColumn('to_addresses', 'text', (c) => c.notNull())
+          .addColumn('cc', 'text')
+          .addColumn('bcc', 'text')
+          .addColumn('reply_to', 'text')
+          .addColumn('subject', 'text', (c) => c.notNull())
+          .addColumn('html', 'text')
+          .addColumn('text', 'text')
+          .addColumn('headers', 'text')
+          .addColumn('tags', 'text')
+          .addColumn('last_event', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('next_attempt_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+          .addColumn('message_id', 'text')
+          .addColumn('last_error', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('updated_at', 'text', (c) => c.notNull())
+          .execute();
+        // The outbox: what is due, oldest first, and nothing that is already done.
+        await db.schema
+          .createIndex('emails_due')
+          .on('emails')
+          .column('next_attempt_at')
+          .where(sql.ref('last_event'), 'in', [sql.lit('queued'), sql.lit('delivery_delayed')])
+          .execute();
+
+        // What the capture transport keeps of each message: the raw MIME, as a relay would have got it.
+        await db.schema
+          .createTable('captured_messages')
+          .addColumn('email_id', 'text', (c) => c.primaryKey())
+          .addColumn('raw', 'text', (c) => c.notNull())
+          .addColumn('captured_at', 'text', (c) => c.notNull())
+          .execute();
+
+        await db.schema
+          .createTable('idempotency_records')
+          .addColumn('scope', 'text', (c) => c.notNull())
+          .addColumn('key', 'text', (c) => c.notNull())
+          .addColumn('fingerprint', 'text', (c) => c.notNull())
+          .addColumn('state', 'text', (c) => c.notNull())
+          .addColumn('response_status', 'integer')
+          .addColumn('response_body', 'text')
+          .addColumn('created_at', 'text', (c) => c.notNull())
+          .addColumn('expires_at', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('idempotency_records_pk', ['scope', 'key'])
+          .execute();
+        await db.schema.createIndex('idempotency_records_expiry').on('idempotency_records').column('expires_at').execute();
+      },
+    },
   };
 }
 

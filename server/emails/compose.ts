@@ -1,0 +1,85 @@
+// Turns one email of a send request into the row the outbox keeps, applying the rules the schema
+// cannot state: templates (published, rendered, overridable defaults), required sender and subject,
+// address syntax. Returns the row, or a message saying what is wrong.
+import { randomUUID } from 'node:crypto';
+import type { Schemas } from '../api.ts';
+import type { EmailRecord } from '../store/emails.ts';
+import type { TemplateRecord } from '../store/templates.ts';
+import { MissingVariable, render, typeMismatch, variableMap } from '../templates/render.ts';
+import type { PublishedTemplate } from '../templates/routes.ts';
+
+export type OutgoingEmail = Schemas['OutgoingEmail'];
+export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;
+
+const DOMAIN = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+';
+const ADDRESS = `[A-Za-z0-9!#$%&'*+/=?^_\`{|}~.-]+@${DOMAIN}`;
+/** `address@domain`, or `Display Name <address@domain>` with the name optionally quoted. */
+const MAILBOX = new RegExp(`^(?:${ADDRESS}|(?:"[^"\\r\\n]*"|[^<>"\\r\\n]*[^<>"\\s])\\s*<${ADDRESS}>)$`);
+
+const list = (value: string | string[] | undefined | null) => (value === undefined || value === null ? [] : [value].flat());
+
+export async function composeEmail(item: OutgoingEmail, findTemplate: FindTemplate, now: Date): Promise<EmailRecord | string> {
+  let { from, subject, reply_to: replyTo } = item;
+  let html = item.html ?? null;
+  let text = item.text ?? null;
+
+  if (item.template) {
+    const template = await findTemplate(item.template.id);
+    if (!template) return `Template \`${item.template.id}\` not found.`;
+    if (!template.published) return `Template \`${item.template.id}\` is not published; publish it before sending with it.`;
+    const published: PublishedTemplate = JSON.parse(template.published);
+    const values = variableMap(item.template.variables);
+    const mismatch = typeMismatch(published.variables, values);
+    if (mismatch) return mismatch;
+    try {
+      subject ??= published.subject === null ? undefined : render(published.subject, values, published.variables, false);
+      html = render(published.html, values, published.variables, true);
+      text = published.text === null ? null : render(published.text, values, published.variables, false);
+    } catch (error) {
+      if (error instanceof MissingVariable) return error.message;
+      throw error;
+    }
+    from ??= published.from ?? undefined;
+    replyTo ??= published.reply_to ?? undefined;
+  }
+
+  if (!from) return 'Missing `from` field.';
+  if (!subject) return 'Missing `subject` field.';
+  if (!html && !text) return 'Missing `html` or `text` field.';
+  for (const [field, addresses] of [['from', [from]], ['to', list(item.to)], ['cc', list(item.cc)], ['bcc', list(item.bcc)], ['reply_to', list(replyTo)]] as const) {
+    const bad = addresses.find((address) => !MAILBOX.test(address));
+    if (bad !== undefined) return `Invalid \`${field}\` address \`${bad}\`: use \`address@domain\` or \`Display Name <address@domain>\`.`;
+  }
+
+  const at = now.toISOString();
+  const json = (values: string[]) => (values.length ? JSON.stringify(values) : null);
+  return {
+    id: randomUUID(),
+    from_address: from,
+    to_addresses: JSON.stringify(list(item.to)),
+    cc: json(list(item.cc)),
+    bcc: json(list(item.bcc)),
+    reply_to: json(list(replyTo)),
+    subject,
+    html,
+    text,
+    headers: item.headers && Object.keys(item.headers).length ? JSON.stringify(item.headers) : null,
+    tags: item.tags?.length ? JSON.stringify(item.tags) : null,
+    last_event: 'queued',
+    attempts: 0,
+    next_attempt_at: at,
+    message_id: null,
+    last_error: null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+/** A template lookup that asks the store once per id or alias within one request. */
+export function memoized(find: FindTemplate): FindTemplate {
+  const seen = new Map<string, Promise<TemplateRecord | undefined>>();
+  return (idOrAlias) => {
+    if (!seen.has(idOrAlias)) seen.set(idOrAlias, find(idOrAlias));
+    return seen.get(idOrAlias)!;
+  };
+}

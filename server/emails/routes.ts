@@ -1,0 +1,59 @@
+// Emails: send one, send a batch, retrieve one with its last delivery event.
+import { Router, type Response } from 'express';
+import type { OperationHandler, Schemas } from '../api.ts';
+import { invalid, notFound } from '../errors.ts';
+import type { EmailRecord } from '../store/emails.ts';
+import type { Store } from '../store/index.ts';
+import type { TriagedBatch } from './batch.ts';
+import { composeEmail, memoized } from './compose.ts';
+import type { IdempotencyClaim } from './idempotency.ts';
+
+export function emailRoutes(store: Store): Router {
+  /** Commits the emails (and the response, for an idempotency key) before answering. */
+  async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
+    const claim = res.locals.idempotency as IdempotencyClaim | undefined;
+    await store.acceptEmails(records, claim && { scope: claim.scope, key: claim.key, status: 200, body });
+    if (claim) claim.completed = true;
+    return body;
+  }
+
+  const sendEmail: OperationHandler<'sendEmail'> = async (req, res) => {
+    const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), new Date());
+    if (typeof composed === 'string') throw invalid(composed);
+    res.json(await accept(res, [composed], { id: composed.id }));
+  };
+
+  const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {
+    const { mode, accepted, errors } = res.locals.batch as TriagedBatch;
+    const data = accepted.map(({ id }) => ({ id }));
+    res.json(await accept(res, accepted, mode === 'permissive' ? { data, errors } : { data }));
+  };
+
+  const getEmail: OperationHandler<'getEmail'> = async (req, res) => {
+    const record = await store.emails.find(req.params.email_id);
+    if (!record) throw notFound('Email');
+    res.json(toEmail(record));
+  };
+
+  return Router().post('/', sendEmail).post('/batch', sendBatchEmails).get('/:email_id', getEmail);
+}
+
+function toEmail(record: EmailRecord): Schemas['Email'] {
+  const list = (json: string | null) => (json === null ? null : JSON.parse(json));
+  return {
+    object: 'email',
+    id: record.id,
+    from: record.from_address,
+    to: JSON.parse(record.to_addresses),
+    subject: record.subject,
+    cc: list(record.cc),
+    bcc: list(record.bcc),
+    reply_to: list(record.reply_to),
+    html: record.html,
+    text: record.text === '' ? null : record.text,
+    ...(record.tags !== null && { tags: JSON.parse(record.tags) }),
+    created_at: record.created_at,
+    scheduled_at: null,
+    last_event: record.last_event,
+  };
+}
