@@ -1,5 +1,6 @@
 // Configuration comes from environment variables only; README lists them.
 import { resolve } from 'node:path';
+import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
 
 export interface Config {
   port: number;
@@ -15,6 +16,11 @@ export interface Config {
   bodyLimit: string;
   /** Requests per second allowed per API key; 0 turns rate limiting off. */
   rateLimitPerSecond: number;
+  /** An smtp:// or smtps:// relay; unset, messages are captured in the store. */
+  smtpUrl: string | undefined;
+  /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
+  deliveryWorker: boolean;
+  delivery: DeliveryOptions;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -27,6 +33,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimit: env.BODY_LIMIT || '4mb',
     rateLimitPerSecond: integer(env.RATE_LIMIT_PER_SECOND, 0, 'RATE_LIMIT_PER_SECOND'),
+    smtpUrl: env.SMTP_URL || undefined,
+    deliveryWorker: env.DELIVERY_WORKER !== 'off',
+    delivery: {
+      ...DEFAULT_DELIVERY,
+      maxAttempts: integer(env.DELIVERY_MAX_ATTEMPTS, DEFAULT_DELIVERY.maxAttempts, 'DELIVERY_MAX_ATTEMPTS'),
+      retryBaseMs: integer(env.DELIVERY_RETRY_BASE_MS, DEFAULT_DELIVERY.retryBaseMs, 'DELIVERY_RETRY_BASE_MS'),
+    },
   };
 }
 

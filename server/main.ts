@@ -1,9 +1,15 @@
-// `npm start`: runs the server until SIGTERM or SIGINT, then shuts down gracefully.
+// `npm start`: runs the server, and the delivery worker in a thread, until SIGTERM or SIGINT; then
+// stops taking requests, finishes those in flight and the messages in hand, and closes the store.
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
 import { loadConfig } from './config.ts';
 import { startServer } from './server.ts';
 
 try {
-  const running = await startServer(loadConfig());
+  const config = loadConfig();
+  const running = await startServer(config);
+  // Beside main.js in the build; the thread reads the same environment.
+  const delivery = config.deliveryWorker ? new Worker(new URL('./worker.js', import.meta.url)) : undefined;
   if (running.createdKey) {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);
   }
@@ -12,6 +18,10 @@ try {
     if (stopping) return;
     stopping = true;
     await running.close();
+    if (delivery) {
+      delivery.postMessage('stop');
+      await once(delivery, 'exit');
+    }
     process.exit(0);
   };
   process.on('SIGTERM', stop);

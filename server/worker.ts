@@ -1,0 +1,30 @@
+// The delivery worker on its own: `npm run worker` runs it as a process (start any number of them on
+// PostgreSQL), and `npm start` runs it in a thread beside the HTTP server, so that building messages
+// never holds up a request. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
+import { parentPort } from 'node:worker_threads';
+import { pino } from 'pino';
+import { loadConfig } from './config.ts';
+import { captureTransport, smtpTransport } from './delivery/transport.ts';
+import { DeliveryWorker } from './delivery/worker.ts';
+import { openStore } from './store/index.ts';
+
+const config = loadConfig();
+const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false })).child({ role: 'delivery' });
+const store = await openStore(config);
+const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery);
+worker.start();
+logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  await worker.stop();
+  await store.close();
+  logger.flush();
+  if (parentPort) parentPort.close();
+  else process.exit(0);
+}
+parentPort?.on('message', (message) => message === 'stop' && void stop());
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
