@@ -39,6 +39,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ...DEFAULT_DELIVERY,
       maxAttempts: integer(env.DELIVERY_MAX_ATTEMPTS, DEFAULT_DELIVERY.maxAttempts, 'DELIVERY_MAX_ATTEMPTS'),
       retryBaseMs: integer(env.DELIVERY_RETRY_BASE_MS, DEFAULT_DELIVERY.retryBaseMs, 'DELIVERY_RETRY_BASE_MS'),
+      leaseMs: integer(env.DELIVERY_LEASE_MS, DEFAULT_DELIVERY.leaseMs, 'DELIVERY_LEASE_MS'),
     },
   };
 }

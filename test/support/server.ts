@@ -13,6 +13,7 @@ import { postgresSchema, type Backend } from './backends.ts';
 export const TEST_KEY = 're_test0000000000000000000000000000';
 
 export interface TestServer extends RunningServer {
+  config: Config;
   client: MailroomClient;
   apiKey: string;
   /** Every log line the server wrote, parsed. */
@@ -33,6 +34,7 @@ export async function startTestServer(
   const running = await startServer(config, { logger, extraRoutes: options.extraRoutes });
   return {
     ...running,
+    config,
     apiKey: TEST_KEY,
     logs,
     client: createMailroomClient({ apiKey: TEST_KEY, baseUrl: running.url }),

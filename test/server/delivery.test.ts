@@ -1,0 +1,170 @@
+// Delivery through a real SMTP server on 127.0.0.1, parsed with mailparser; retries, failures, and
+// two workers sharing one PostgreSQL outbox.
+import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { smtpTransport } from '../../server/delivery/transport.ts';
+import { DEFAULT_DELIVERY, DeliveryWorker, type DeliveryOptions } from '../../server/delivery/worker.ts';
+import { openStore, type Store } from '../../server/store/index.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+
+const quiet = pino({ level: 'silent' });
+/** Every worker a test makes, stopped at the end so that pooled SMTP connections close. */
+const made: DeliveryWorker[] = [];
+const track = (w: DeliveryWorker) => (made.push(w), w);
+const stopWorkers = () => Promise.all(made.splice(0).map((w) => w.stop()));
+const fast: DeliveryOptions = { ...DEFAULT_DELIVERY, idleMs: 10, retryBaseMs: 10, maxAttempts: 3 };
+
+describe.each(backends)('delivery on %s', (backend) => {
+  let server: TestServer;
+  let sink: SmtpSink;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    sink = await startSmtpSink();
+  });
+  afterAll(async () => {
+    await stopWorkers();
+    await sink.close();
+    await server.close();
+  });
+
+  const send = async (body: unknown) => {
+    const res = await server.request('/emails/batch', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    return ((await res.json()).data as { id: string }[]).map((d) => d.id);
+  };
+  const lastEvent = async (id: string) => (await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id } } })).data?.last_event;
+  const worker = (options = fast) => track(new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, options));
+
+  it('delivers MIME with display names, cc, bcc in the envelope only, reply-to, custom headers and a generated text part', async () => {
+    await server.client.POST('/templates', { body: { name: 'Receipt', alias: `receipt-${backend}`, subject: 'Receipt {{{ORDER}}}', from: 'Shop <shop@acme.dev>', html: '<p>Order <b>{{{ORDER}}}</b> for {{{NAME|you}}}</p>' } });
+    await server.client.POST('/templates/{template_id}/publish', { params: { path: { template_id: `receipt-${backend}` } } });
+    const received = sink.received.length;
+    const [plain, textOnly, templated] = await send([
+      {
+        from: 'Acme Team <team@acme.dev>',
+        to: ['Steve Wozniak <steve@example.com>', 'ada@example.com'],
+        cc: 'audit@example.com',
+        bcc: ['hidden@example.com'],
+        reply_to: 'support@acme.dev',
+        subject: 'Your order shipped',
+        html: '<p>Track it <a href="https://acme.dev/track/1">here</a>.</p>',
+        headers: { 'X-Entity-Ref-ID': 'order-8812' },
+      },
+      { from: 'team@acme.dev', to: 'plain@example.com', subject: 'Plain', text: 'Just text.' },
+      { to: 'ann@example.com', template: { id: `receipt-${backend}`, variables: { ORDER: '42' } } },
+    ]);
+    const w = worker();
+    expect(await w.runOnce()).toBe(3);
+    await sink.waitFor(received + 3);
+    const byId = (id: string) => sink.received.find((r) => r.mail.messageId?.startsWith(`<${id}@`))!;
+
+    const first = byId(plain!);
+    expect(first.mail.from?.value).toEqual([{ name: 'Acme Team', address: 'team@acme.dev' }]);
+    expect(first.mail.to).toMatchObject({ value: [{ name: 'Steve Wozniak', address: 'steve@example.com' }, { name: '', address: 'ada@example.com' }] });
+    expect(first.mail.cc).toMatchObject({ value: [{ address: 'audit@example.com' }] });
+    expect(first.mail.replyTo).toMatchObject({ value: [{ address: 'support@acme.dev' }] });
+    expect(first.mail.headers.get('x-entity-ref-id')).toBe('order-8812');
+    expect(first.raw).not.toMatch(/hidden@example\.com/);
+    expect(first.envelope.to.sort()).toEqual(['ada@example.com', 'audit@example.com', 'hidden@example.com', 'steve@example.com']);
+    expect(first.mail.html).toContain('<a href="https://acme.dev/track/1">here</a>');
+    expect(first.mail.text?.trim()).toBe('Track it here [https://acme.dev/track/1].');
+    expect(first.mail.messageId).toBe(`<${plain}@acme.dev>`);
+
+    const second = byId(textOnly!);
+    expect(second.mail.text?.trim()).toBe('Just text.');
+    expect(second.mail.html).toBe(false);
+
+    const third = byId(templated!);
+    expect(third.mail.subject).toBe('Receipt 42');
+    expect(third.mail.from?.value[0]).toEqual({ name: 'Shop', address: 'shop@acme.dev' });
+    expect(third.mail.html).toContain('Order <b>42</b> for you');
+
+    for (const id of [plain!, textOnly!, templated!]) expect(await lastEvent(id)).toBe('delivered');
+    const { data } = await server.client.GET('/emails/{email_id}', { params: { path: { email_id: plain! } } });
+    expect(data?.text).toBe('Track it here [https://acme.dev/track/1].');
+  });
+
+  it('retries a relay that refuses twice with 451, then delivers: delivery_delayed, then delivered', async () => {
+    let refusals = 0;
+    sink.refuse = () => (refusals++ < 2 ? 451 : undefined);
+    const [id] = await send([{ from: 'a@acme.dev', to: 'retry@example.com', subject: 'Retry', text: 'x' }]);
+    const w = worker();
+    const later = (s: number) => new Date(Date.now() + s * 1000);
+    await w.runOnce();
+    expect(await lastEvent(id!)).toBe('delivery_delayed');
+    await w.runOnce(later(1));
+    expect(await lastEvent(id!)).toBe('delivery_delayed');
+    await w.runOnce(later(2));
+    expect(await lastEvent(id!)).toBe('delivered');
+    expect(sink.received.filter((r) => r.mail.messageId?.startsWith(`<${id}@`))).toHaveLength(1);
+    sink.refuse = () => undefined;
+  });
+
+  it('fails at once on a permanent 550', async () => {
+    sink.refuse = () => 550;
+    const [id] = await send([{ from: 'a@acme.dev', to: 'gone@example.com', subject: 'Gone', text: 'x' }]);
+    await worker().runOnce();
+    expect(await lastEvent(id!)).toBe('failed');
+    sink.refuse = () => undefined;
+  });
+
+  it('gives up after the last attempt when the relay is down for good, keeping the email', async () => {
+    const down = await startSmtpSink();
+    await down.close();
+    const [id] = await send([{ from: 'a@acme.dev', to: 'down@example.com', subject: 'Down', text: 'x' }]);
+    const w = track(new DeliveryWorker(server.store, smtpTransport(down.url), quiet, fast));
+    for (let s = 0; s < fast.maxAttempts; s++) await w.runOnce(new Date(Date.now() + s * 1000));
+    const stored = await server.store.emails.find(id!);
+    expect(stored).toMatchObject({ last_event: 'failed', attempts: fast.maxAttempts, subject: 'Down' });
+    expect(stored?.last_error).toMatch(/ECONNREFUSED|connect/i);
+  });
+});
+
+describe.skipIf(!backends.includes('postgres'))('two workers on PostgreSQL', () => {
+  let server: TestServer;
+  let sink: SmtpSink;
+  const stores: Store[] = [];
+  beforeAll(async () => {
+    server = await startTestServer('postgres');
+    sink = await startSmtpSink();
+  });
+  afterAll(async () => {
+    await stopWorkers();
+    for (const store of stores) await store.close();
+    await sink.close();
+    await server.close();
+  });
+
+  it('deliver 1,000 emails with no duplicate and no loss', async () => {
+    const ids: string[] = [];
+    for (let b = 0; b < 10; b++) {
+      const items = Array.from({ length: 100 }, (_, n) => ({ from: 'a@acme.dev', to: `u${b * 100 + n}@example.com`, subject: `n${b * 100 + n}`, text: 'x' }));
+      const res = await server.request('/emails/batch', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(items) });
+      ids.push(...((await res.json()).data as { id: string }[]).map((d) => d.id));
+    }
+    const workers = [];
+    for (let i = 0; i < 2; i++) {
+      const store = await openStore({ databaseUrl: server.config.databaseUrl, dataDir: server.config.dataDir });
+      stores.push(store);
+      workers.push(track(new DeliveryWorker(store, smtpTransport(sink.url), quiet, { ...fast, batchSize: 50 })));
+    }
+    const handled = await Promise.all(
+      workers.map(async (w) => {
+        let count = 0;
+        for (let n = await w.runOnce(); n > 0; n = await w.runOnce()) count += n;
+        return count;
+      }),
+    );
+    await sink.waitFor(1000);
+    const messageIds = sink.received.map((r) => r.mail.messageId);
+    expect(messageIds).toHaveLength(1000);
+    expect(new Set(messageIds).size).toBe(1000);
+    expect(handled[0]! + handled[1]!).toBe(1000);
+    expect(Math.min(...handled)).toBeGreaterThan(0);
+    const states = await server.store.database.db.selectFrom('emails').select('last_event').where('id', 'in', ids).execute();
+    expect(states.every((s) => s.last_event === 'delivered')).toBe(true);
+  });
+});
