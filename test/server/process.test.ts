@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { startServer } from '../../server/server.ts';
 import { openStore } from '../../server/store/index.ts';
@@ -15,9 +15,8 @@ import { openStore } from '../../server/store/index.ts';
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
 const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-process-'));
-const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: '', DATABASE_URL: '', LOG_LEVEL: 'info' };
+const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: '', DATABASE_URL: '', LOG_LEVEL: 'info', DELIVERY_WORKER: 'off' };
 
-beforeAll(() => run('npm', ['run', '-s', 'build'], { cwd: root }));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 /** Starts server/main.ts and resolves once it logs where it listens. */
