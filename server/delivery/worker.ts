@@ -34,8 +34,13 @@ const PURGE_EVERY_MS = 60_000;
 // One converter, compiled once; links come out as `text [url]`.
 const plainText = compile({ wordwrap: 78 });
 
+type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
+
 export class DeliveryWorker {
   private running: Promise<void> | undefined;
+  private unrecorded: Delivery[] = [];
+  private committing: Promise<void> | undefined;
+  private readonly commits = new Map<Delivery, Promise<void>>();
   private stopping = false;
   private lastPurge = 0;
 
@@ -64,6 +69,32 @@ export class DeliveryWorker {
     return emails.length;
   }
 
+  /**
+   * Group commit: a delivery is recorded with whichever others finished while the previous commit ran.
+   * One commit per email would cost more than sending it; one per claimed batch would, after a crash,
+   * send the whole batch again instead of the few in flight.
+   */
+  private async record(delivery: Delivery): Promise<void> {
+    this.unrecorded.push(delivery);
+    while (!this.commits.has(delivery)) {
+      if (this.committing) {
+        await this.committing.catch(() => {});
+        continue;
+      }
+      const group = this.unrecorded.splice(0);
+      const commit = this.store.emails.markDelivered(group, new Date());
+      this.committing = commit.finally(() => {
+        this.committing = undefined;
+      });
+      for (const member of group) this.commits.set(member, commit);
+    }
+    try {
+      await this.commits.get(delivery);
+    } finally {
+      this.commits.delete(delivery);
+    }
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
@@ -81,9 +112,9 @@ export class DeliveryWorker {
 
   private async deliver(email: EmailRecord): Promise<void> {
     const message = toMessage(email);
+    let raw: string | undefined;
     try {
-      const { raw } = await this.transport.send(message);
-      await this.store.emails.markDelivered(email.id, message.messageId!, typeof message.text === 'string' ? message.text : null, raw, new Date());
+      ({ raw } = await this.transport.send(message));
     } catch (error) {
       const reason = String((error as Error).message ?? error).slice(0, 500);
       if (isPermanent(error) || email.attempts >= this.options.maxAttempts) {
@@ -95,7 +126,11 @@ export class DeliveryWorker {
         this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
         await this.store.emails.markDelayed(email.id, reason, retryAt, new Date());
       }
+      return;
     }
+    // Not inside the try: a failure to record is not a failure to send. It fails the round, and the
+    // email, still claimed, comes due again when its lease runs out (at least once, never lost).
+    await this.record({ id: email.id, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw });
   }
 }
 

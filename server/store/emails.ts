@@ -41,12 +41,16 @@ export class EmailStore {
       .execute();
   }
 
-  async markDelivered(id: string, messageId: string, text: string | null, raw: string | undefined, at: Date): Promise<void> {
+  /** Records deliveries in one transaction: a commit per email would cost more than the sending. */
+  async markDelivered(deliveries: { id: string; messageId: string; text: string | null; raw?: string }[], at: Date): Promise<void> {
+    if (deliveries.length === 0) return;
+    const updated_at = at.toISOString();
     await this.db.transaction().execute(async (tx) => {
-      await tx.updateTable('emails').set({ last_event: 'delivered', message_id: messageId, text, last_error: null, updated_at: at.toISOString() }).where('id', '=', id).execute();
-      if (raw !== undefined) {
-        await tx.insertInto('captured_messages').values({ email_id: id, raw, captured_at: at.toISOString() }).onConflict((oc) => oc.column('email_id').doNothing()).execute();
+      for (const { id, messageId, text } of deliveries) {
+        await tx.updateTable('emails').set({ last_event: 'delivered', message_id: messageId, text, last_error: null, updated_at }).where('id', '=', id).execute();
       }
+      const captured = deliveries.filter((d) => d.raw !== undefined).map((d) => ({ email_id: d.id, raw: d.raw!, captured_at: updated_at }));
+      if (captured.length) await tx.insertInto('captured_messages').values(captured).onConflict((oc) => oc.column('email_id').doNothing()).execute();
     });
   }
 

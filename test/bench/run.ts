@@ -51,8 +51,8 @@ async function seed(): Promise<string> {
 
 type Target = { child: ChildProcess; url: string; ask: (message: string) => Promise<any> };
 
-async function startTarget(kind: 'mailroom' | 'express' | 'http'): Promise<Target> {
-  const child = fork(targetScript, [kind], { env, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+async function startTarget(kind: 'mailroom' | 'express' | 'http' | 'sink' | 'deliver', extraEnv: Record<string, string> = {}): Promise<Target> {
+  const child = fork(targetScript, [kind], { env: { ...env, ...extraEnv }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (m: any) => resolve(m.url));
     child.once('exit', (code) => reject(new Error(`${kind} target exited ${code}`)));
@@ -61,14 +61,17 @@ async function startTarget(kind: 'mailroom' | 'express' | 'http'): Promise<Targe
   return { child, url, ask };
 }
 
+const BATCH = JSON.stringify(Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: [`reader${n}@example.com`], subject: `Issue ${n}`, html: `<p>Hello reader ${n}, here is the news.</p>` })));
+
 async function load(url: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
-  const { stdout } = await run('npx', ['autocannon', '--json', '-c', String(CONNECTIONS), '-d', String(SECONDS), '-H', `authorization=Bearer ${TEST_KEY}`, url], { maxBuffer: 64 << 20, env: plainEnv });
+  const post = url.endsWith('/emails/batch') ? ['-m', 'POST', '-H', 'content-type=application/json', '-b', BATCH] : [];
+  const { stdout } = await run('npx', ['autocannon', '--json', '-c', String(CONNECTIONS), '-d', String(SECONDS), '-H', `authorization=Bearer ${TEST_KEY}`, ...post, url], { maxBuffer: 64 << 20, env: plainEnv });
   const r = JSON.parse(stdout);
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
 }
 
 const broadcastId = await seed();
-const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100' };
+const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
 const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
 console.log(`Mailroom benchmark: ${database}, ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians\n`);
 
@@ -89,10 +92,37 @@ const mb = (b: number) => (b / 2 ** 20).toFixed(0);
 console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
 console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150; ${mb(before.peakRssBytes)} MB before the stream), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
 
-// 2. Request rates: the full server, then the bare handlers sending the same bodies.
+// 2. End-to-end delivery: emails accepted through the API, then a delivery worker process hands them
+// to an SMTP sink process over pooled connections; measured from the worker's start to the last one.
+const sink = await startTarget('sink');
+const count = async () => (await sink.ask('stats')).received as number;
+const sizes = { 'small (under 2 KB of HTML)': 200, '20 KB of HTML': 20_000 };
+for (const [label, bytes] of Object.entries(sizes)) {
+  const total = bytes < 2000 ? 3000 : 1000;
+  const html = `<p>${'Hello reader, here is the news of the week. '.repeat(Math.ceil(bytes / 46))}</p>`.slice(0, bytes);
+  for (let sent = 0; sent < total; sent += 100) {
+    const items = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: `r${sent + n}@example.com`, subject: 'News', html }));
+    const accepted = await fetch(`${mailroom.url}/emails/batch`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(items) });
+    if (accepted.status !== 200) throw new Error(`batch refused: ${await accepted.text()}`);
+  }
+  const before = await count();
+  const started = performance.now();
+  const deliver = await startTarget('deliver', { SMTP_URL: sink.url });
+  for (const deadline = Date.now() + 180_000; (await count()) - before < total && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+  const seconds = (performance.now() - started) / 1000;
+  const delivered = (await count()) - before;
+  deliver.child.send('stop');
+  await new Promise((resolve) => deliver.child.once('exit', resolve));
+  console.log(`Delivery, ${label}: ${delivered} of ${total} emails in ${seconds.toFixed(2)}s = ${Math.round(delivered / seconds)} emails/s${bytes < 2000 ? ' (target >= 1,000 on SQLite)' : ''}`);
+}
+sink.child.kill('SIGTERM');
+console.log('');
+
+// 3. Request rates: the full server, then the bare handlers sending the same bodies.
 const bodies: Record<string, string> = {};
 for (const path of Object.values(paths)) {
-  bodies[path] = await (await fetch(mailroom.url + path, { headers: { authorization: `Bearer ${TEST_KEY}` } })).text();
+  const init = path === paths.batchOf100 ? { method: 'POST', body: BATCH, headers: { 'content-type': 'application/json' } } : {};
+  bodies[path] = await (await fetch(mailroom.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).text();
 }
 writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
 const servers = { mailroom, express: await startTarget('express'), http: await startTarget('http') };
@@ -116,12 +146,13 @@ const results = Object.fromEntries(
   ]),
 );
 
-const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4 };
+const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
 console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
 for (const [name, path] of Object.entries(paths)) {
   for (const kind of ['mailroom', 'express', 'http']) {
     const r = results[kind]![name]!;
-    console.log(`${(kind === 'mailroom' ? `GET ${path.replace(broadcastId, '{id}')}` : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+    const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
+    console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
   }
 }
 console.log('\nratios (full server / bare handler, same run):');
@@ -132,4 +163,5 @@ for (const name of Object.keys(paths)) {
   const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
   console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
 }
+console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}`);
 rmSync(dataDir, { recursive: true, force: true });
