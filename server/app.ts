@@ -59,7 +59,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(checkResponse);
   app.use(authenticate(spec, store));
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
-  app.use(idempotency(spec, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
+  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
   app.use(checkRequest);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));

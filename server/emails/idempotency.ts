@@ -6,8 +6,8 @@
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import type { OpenApiDocument } from '../contract.ts';
-import { resolveRef, schemaCompiler } from '../contract.ts';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 
@@ -30,9 +30,9 @@ export function keepRawBody(req: RawBodyRequest, _res: unknown, body: Buffer): v
   if (req.headers['idempotency-key'] !== undefined) req.rawBody = body;
 }
 
-export function idempotency(spec: OpenApiDocument, store: Store, logger: Logger): RequestHandler {
+export function idempotency(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction, store: Store, logger: Logger): RequestHandler {
   const parameter = resolveRef(spec, { $ref: `#${PARAMETER}` });
-  const validKey = schemaCompiler(spec)(`${PARAMETER}/schema`);
+  const validKey = compile(`${PARAMETER}/schema`);
   const { minLength, maxLength } = resolveRef(spec, parameter.schema);
   // The operations that declare the header, read from the contract.
   const idempotent = new Set(

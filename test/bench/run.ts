@@ -108,12 +108,21 @@ for (const [label, bytes] of Object.entries(sizes)) {
   const before = await count();
   const started = performance.now();
   const deliver = await startTarget('deliver', { SMTP_URL: sink.url });
-  for (const deadline = Date.now() + 180_000; (await count()) - before < total && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 25));
+  let firstAt = 0;
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 25))) {
+    const got = (await count()) - before;
+    if (got > 0 && !firstAt) firstAt = performance.now();
+    if (got >= total) break;
+  }
   const seconds = (performance.now() - started) / 1000;
+  const steady = (performance.now() - firstAt) / 1000;
   const delivered = (await count()) - before;
   deliver.child.send('stop');
   await new Promise((resolve) => deliver.child.once('exit', resolve));
-  console.log(`Delivery, ${label}: ${delivered} of ${total} emails in ${seconds.toFixed(2)}s = ${Math.round(delivered / seconds)} emails/s${bytes < 2000 ? ' (target >= 1,000 on SQLite)' : ''}`);
+  console.log(
+    `Delivery, ${label}: ${delivered} of ${total} emails in ${seconds.toFixed(2)}s with the worker's start = ${Math.round(delivered / seconds)} emails/s; ` +
+      `${Math.round(delivered / steady)} emails/s from the first message to the last${bytes < 2000 ? ' (target >= 1,000 on SQLite)' : ''}`,
+  );
 }
 sink.child.kill('SIGTERM');
 console.log('');
