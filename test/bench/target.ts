@@ -36,6 +36,7 @@ async function listen(): Promise<string> {
         });
       },
     });
+    sink.on('error', () => {}); // a client going away resets its connections; counting goes on
     await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
     return `smtp://127.0.0.1:${(sink.server.address() as AddressInfo).port}`;
   }

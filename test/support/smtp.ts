@@ -57,6 +57,10 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
       });
     },
   });
+  // A client that dies mid-session (the crash test kills one) resets its connections; that is expected.
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ECONNRESET') throw error;
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   sink.url = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
   return sink;
