@@ -1,0 +1,77 @@
+// The official `resend` SDK, pointed at a live Mailroom by its base URL alone, on SQLite and PostgreSQL.
+import { Resend } from 'resend';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const SEGMENT = '78261eea-8f8b-4381-83c6-79fa7120f1cf';
+const uuid = expect.stringMatching(/^[0-9a-f-]{36}$/);
+const email = { from: 'Acme <hello@acme.dev>', to: ['steve@example.com'], subject: 'Hi', html: '<p>Hi</p>' };
+
+describe.each(backends)('the resend SDK on %s', (backend) => {
+  let server: TestServer;
+  let resend: Resend;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    resend = new Resend(server.apiKey, { baseUrl: server.url });
+  });
+  afterAll(() => server.close());
+
+  it('contacts: create, list, get by id and by email, update, remove', async () => {
+    const created = await resend.contacts.create({ email: 'sdk@example.com', firstName: 'Sdk', lastName: 'User' });
+    expect(created).toMatchObject({ data: { object: 'contact', id: uuid }, error: null });
+    const id = created.data!.id;
+    const listed = await resend.contacts.list();
+    expect(listed.error).toBeNull();
+    expect(listed.data).toMatchObject({ object: 'list', has_more: false, data: [expect.objectContaining({ id, email: 'sdk@example.com', first_name: 'Sdk' })] });
+    expect((await resend.contacts.get({ id })).data).toMatchObject({ object: 'contact', id, last_name: 'User', unsubscribed: false });
+    expect((await resend.contacts.get({ email: 'sdk@example.com' })).data?.id).toBe(id);
+    expect(await resend.contacts.update({ id, unsubscribed: true })).toMatchObject({ data: { object: 'contact', id }, error: null });
+    expect((await resend.contacts.get({ id })).data?.unsubscribed).toBe(true);
+    expect(await resend.contacts.remove({ id })).toMatchObject({ data: { object: 'contact', contact: id, deleted: true }, error: null });
+    expect((await resend.contacts.get({ id })).error).toMatchObject({ name: 'not_found', statusCode: 404 });
+  });
+
+  it('batch.send: strict, permissive, and with an idempotency key', async () => {
+    const strict = await resend.batch.send([email, { ...email, to: ['ada@example.com'] }]);
+    expect(strict).toMatchObject({ data: { data: [{ id: uuid }, { id: uuid }] }, error: null });
+    const permissive = await resend.batch.send([email, { ...email, to: ['not an address'] }], { batchValidation: 'permissive' });
+    expect(permissive.error).toBeNull();
+    expect(permissive.data).toMatchObject({ data: [{ id: uuid }], errors: [{ index: 1, message: expect.stringContaining('`to`') }] });
+    const first = await resend.batch.send([email], { idempotencyKey: `sdk-batch-${backend}` });
+    const again = await resend.batch.send([email], { idempotencyKey: `sdk-batch-${backend}` });
+    expect(again.data).toEqual(first.data);
+    const refused = await resend.batch.send([{ ...email, to: ['nope'] }]);
+    expect(refused).toMatchObject({ data: null, error: { name: 'validation_error', statusCode: 422 } });
+    const changed = await resend.batch.send([{ ...email, subject: 'Other' }], { idempotencyKey: `sdk-batch-${backend}` });
+    expect(changed.error).toMatchObject({ name: 'invalid_idempotent_request', statusCode: 409 });
+  });
+
+  it('emails.send and emails.get', async () => {
+    const sent = await resend.emails.send({ ...email, replyTo: 'support@acme.dev', text: 'Hi' });
+    expect(sent).toMatchObject({ data: { id: uuid }, error: null });
+    const got = await resend.emails.get(sent.data!.id);
+    expect(got.error).toBeNull();
+    expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued' });
+  });
+
+  it('templates.create, publish and get, then a send with it', async () => {
+    const created = await resend.templates.create({ name: 'Welcome', alias: `sdk-welcome-${backend}`, html: '<p>Hi {{{NAME|there}}}</p>', subject: 'Welcome', from: 'hello@acme.dev' });
+    expect(created).toMatchObject({ data: { object: 'template', id: uuid }, error: null });
+    expect((await resend.templates.publish(created.data!.id)).data).toMatchObject({ object: 'template', id: created.data!.id });
+    expect((await resend.templates.get(`sdk-welcome-${backend}`)).data).toMatchObject({ status: 'published', html: '<p>Hi {{{NAME|there}}}</p>' });
+    const sent = await resend.emails.send({ to: ['ann@example.com'], template: { id: `sdk-welcome-${backend}`, variables: { NAME: 'Ann' } } } as never);
+    expect(sent.error).toBeNull();
+    expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({ subject: 'Welcome', html: '<p>Hi Ann</p>' });
+  });
+
+  it('broadcasts.create and get, and errors with the right name and status', async () => {
+    const created = await resend.broadcasts.create({ segmentId: SEGMENT, from: 'news@acme.dev', subject: 'News', html: '<p>{{{FIRST_NAME|there}}}</p>', name: 'News' });
+    expect(created).toMatchObject({ data: { id: uuid }, error: null });
+    const got = await resend.broadcasts.get(created.data!.id);
+    expect(got.data).toMatchObject({ object: 'broadcast', segment_id: SEGMENT, audience_id: SEGMENT, status: 'draft', html: '<p>{{{FIRST_NAME|there}}}</p>' });
+    expect((await resend.broadcasts.get('00000000-0000-4000-8000-000000000000')).error).toMatchObject({ name: 'not_found', statusCode: 404, message: 'Broadcast not found' });
+    const stranger = new Resend('re_not_a_real_key_000000000000000000', { baseUrl: server.url });
+    expect((await stranger.contacts.list()).error).toMatchObject({ name: 'invalid_api_key', statusCode: 403 });
+  });
+});
