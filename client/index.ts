@@ -97,8 +97,10 @@ export function createMailroomClient(options: MailroomClientOptions) {
     publish: (idOrAlias: string) => result<Schemas['TemplateRef']>(api.POST('/templates/{template_id}/publish', { params: { path: { template_id: idOrAlias } } })),
   };
 
-  // The raw openapi-fetch client (GET, POST, …) stays available for anything the helpers do not cover.
-  return Object.assign(api, { contacts, emails, broadcasts, templates });
+  const health = () => result<Schemas['Health']>(api.GET('/health'));
+
+  // The raw openapi-fetch client (GET, POST, …) stays available beside the helpers.
+  return Object.assign(api, { contacts, emails, broadcasts, templates, health });
 }
 
 function bearer(apiKey: string): Middleware {

@@ -64,6 +64,7 @@ describe('helpers against a live server', () => {
     expect((await mailroom.templates.publish('helper-template')).data?.object).toBe('template');
     expect((await mailroom.templates.get('helper-template')).data?.status).toBe('published');
     expect((await mailroom.contacts.get('00000000-0000-4000-8000-000000000000')).error).toMatchObject({ statusCode: 404, name: 'not_found' });
+    expect((await mailroom.health()).data).toEqual({ status: 'ok' });
   });
 
   it('takes the key from MAILROOM_API_KEY, and says so when there is none', () => {
