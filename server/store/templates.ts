@@ -4,8 +4,6 @@ import type { Tables, TemplateTable } from './database.ts';
 
 export type TemplateRecord = Selectable<TemplateTable>;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export class TemplateStore {
   constructor(private readonly db: Kysely<Tables>) {}
 
@@ -20,10 +18,14 @@ export class TemplateStore {
     return inserted !== undefined;
   }
 
-  /** By id when it looks like one, else by alias. */
-  find(idOrAlias: string): Promise<TemplateRecord | undefined> {
-    const column = UUID.test(idOrAlias) ? 'id' : 'alias';
-    return this.db.selectFrom('templates').selectAll().where(column, '=', idOrAlias).executeTakeFirst();
+  /** By id or by alias (an alias may itself look like an id); an id match wins. */
+  async find(idOrAlias: string): Promise<TemplateRecord | undefined> {
+    const rows = await this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where((eb) => eb.or([eb('id', '=', idOrAlias), eb('alias', '=', idOrAlias)]))
+      .execute();
+    return rows.find((row) => row.id === idOrAlias) ?? rows[0];
   }
 
   async publish(id: string, published: string, at: string): Promise<void> {
