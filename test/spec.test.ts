@@ -1,4 +1,4 @@
-// Checks of the contract itself: openapi.yaml must state what the seed and DESIGN.md require.
+// Checks of the contract itself: openapi.yaml must state what docs/design.md requires.
 import { describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../server/contract.ts';
 
@@ -72,7 +72,7 @@ describe('operations', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
-  it('names the three seed operations as DESIGN.md places them', () => {
+  it('names the three core operations where docs/design.md places them', () => {
     expect(spec.paths['/contacts']?.get).toMatchObject({ operationId: 'listContacts' });
     expect(spec.paths['/emails/batch']?.post).toMatchObject({ operationId: 'sendBatchEmails' });
     expect(spec.paths['/broadcasts/{broadcast_id}']?.get).toMatchObject({ operationId: 'getBroadcast' });
@@ -100,7 +100,7 @@ describe('operations', () => {
     expect(checked).toBeGreaterThan(80);
   });
 
-  it('the Error schema lists every name DESIGN.md gives', () => {
+  it('the Error schema lists every name docs/design.md gives', () => {
     const names = spec.components.schemas.ErrorName.enum;
     for (const name of ['missing_api_key', 'invalid_api_key', 'restricted_api_key', 'validation_error', 'missing_required_field',
       'invalid_parameter', 'not_found', 'invalid_idempotent_request', 'concurrent_idempotent_requests', 'invalid_idempotency_key',
@@ -143,7 +143,7 @@ describe('examples', () => {
   });
 });
 
-describe('the seed limits are schema, not prose', () => {
+describe('the core limits are schema, not prose', () => {
   const sendBatch = operation('sendBatchEmails');
   const [batch] = deref(sendBatch.requestBody.content['application/json'].schema, '');
   const [item] = deref(batch.items, '');
