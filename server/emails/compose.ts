@@ -6,8 +6,8 @@ import { randomUUID } from 'node:crypto';
 import type { Schemas } from '../api.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
-import { MissingVariable, render, typeMismatch, variableMap } from '../templates/render.ts';
-import type { PublishedTemplate } from '../templates/routes.ts';
+import { publishedTemplate, renderPart } from '../templates/published.ts';
+import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
 import { invalidMailbox, mailboxList as list } from './mailbox.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
@@ -22,16 +22,16 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     const template = await findTemplate(item.template.id);
     if (!template) return `Template \`${item.template.id}\` not found.`;
     if (!template.published) return `Template \`${item.template.id}\` is not published; publish it before sending with it.`;
-    const published: PublishedTemplate = JSON.parse(template.published);
+    const published = publishedTemplate(template);
     const values = variableMap(item.template.variables);
     const mismatch = typeMismatch(published.variables, values);
     if (mismatch) return mismatch;
     try {
-      subject ??= published.subject === null ? undefined : render(published.subject, values, published.variables, false);
-      html = render(published.html, values, published.variables, true);
-      text = published.text === null ? null : render(published.text, values, published.variables, false);
+      subject ??= renderPart(template, 'subject', values) ?? undefined;
+      html = renderPart(template, 'html', values);
+      text = renderPart(template, 'text', values);
     } catch (error) {
-      if (error instanceof MissingVariable) return error.message;
+      if (error instanceof RenderError) return error.message;
       throw error;
     }
     from ??= published.from ?? undefined;
