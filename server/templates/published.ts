@@ -64,7 +64,10 @@ export function renderPart(record: TemplateRecord, part: Part, values: Values): 
       // maxLength counts code points, which take up to two UTF-16 units: stop at twice it while
       // rendering (memory stays bounded), then let the schema judge the exact length.
       result = render(parsed, values, template.published.variables, { escape: part === 'html', maxLength: 2 * rule.maxLength });
-      if (!rule.validate(result)) result = rule.validate.errors?.[0]?.keyword === 'maxLength' ? tooLong : wrong(`is not ${lowerFirst(rule.description)}`);
+      if (!rule.validate(result)) {
+        const keyword = rule.validate.errors?.[0]?.keyword;
+        result = keyword === 'maxLength' ? tooLong : keyword === 'minLength' ? wrong('is empty.') : wrong(`is not ${lowerFirst(rule.description)}`);
+      }
     } catch (error) {
       if (!(error instanceof RenderError)) throw error;
       result = error instanceof OutputTooLong ? tooLong : error;

@@ -75,6 +75,10 @@ describe.each(backends)('finding 9: templates on %s', (backend) => {
     const justFits = await post('/emails', { to: 'b@example.com', template: { id: 'amplifier', variables: { A: 'x'.repeat(1000) } } });
     expect(justFits.status).toBe(200);
     const injected = await post('/emails/batch', [{ to: 'b@example.com', template: { id: 'amplifier', variables: { A: 'a', NAME: 'x\r\nBcc: h1@evil.test' } } }], { 'x-batch-validation': 'permissive' });
+    await publish('bare-subject', { from: 'a@acme.dev', subject: '{{{NAME}}}', html: '<p>x</p>' });
+    const empty = { to: 'b@example.com', template: { id: 'bare-subject', variables: { NAME: '' } } };
+    const emptied = await post('/emails/batch', [empty, { ...empty, subject: 'Given' }], { 'x-batch-validation': 'permissive' });
+    expect(emptied.body).toMatchObject({ data: [{}], errors: [{ index: 0, message: "Rendered with these variables, the template's `subject` is empty." }] });
     expect(injected.body.errors).toEqual([
       { index: 0, message: "Rendered with these variables, the template's `subject` is not one line of up to 998 characters, with no line breaks or control characters (tabs are allowed)." },
     ]);
