@@ -265,10 +265,45 @@ export interface components {
          */
         EmailAddress: string;
         /**
-         * @description An email address, optionally with a display name as `Display Name <address>`.
+         * @description Exactly one mailbox: `address@domain`, or `Display Name <address@domain>`. A display name
+         *     holding any of `"(),:;<>@[\]` goes in double quotes, with `\"` and `\\` for a quote and a
+         *     backslash inside them: `"Doe, Jane" <jane@example.com>`. Lists, groups, comments and control
+         *     characters are refused.
          * @example Acme <onboarding@acme.dev>
+         * @example "Doe, Jane" <jane@example.com>
+         * @example steve.wozniak@gmail.com
          */
         Mailbox: string;
+        /**
+         * @description One line of up to 998 characters, with no line breaks or control characters (tabs are allowed).
+         * @example Welcome to Acme
+         */
+        Subject: string;
+        /**
+         * @description An HTML body of up to 1,000,000 characters: mail clients clip far smaller messages
+         *     (Gmail at 102 KB), and a bound keeps one email from holding up the others.
+         * @example <p>Hello <strong>Steve</strong>, welcome aboard.</p>
+         */
+        HtmlBody: string;
+        /**
+         * @description A plain-text body of up to 1,000,000 characters, the same bound as an HTML body.
+         * @example Hello Steve, welcome aboard.
+         */
+        TextBody: string;
+        /**
+         * @description Custom headers added to the message, up to 50. Allowed are `X-` headers, the `List-`
+         *     headers (such as `List-Unsubscribe` and `List-Unsubscribe-Post`), `In-Reply-To`,
+         *     `References`, `Precedence`, `Auto-Submitted` and `Feedback-ID`, in any letter case and each
+         *     at most once. Addresses, the subject, dates, ids and the MIME structure come only from the
+         *     email's own fields.
+         * @example {
+         *       "X-Entity-Ref-ID": "order-8812",
+         *       "List-Unsubscribe": "<https://acme.dev/unsubscribe/8812>"
+         *     }
+         */
+        CustomHeaders: {
+            [key: string]: string;
+        };
         /** @description One address, or up to 50 of them. */
         Recipients: components["schemas"]["Mailbox"] | components["schemas"]["Mailbox"][];
         /**
@@ -383,33 +418,14 @@ export interface components {
         OutgoingEmail: {
             from?: components["schemas"]["Mailbox"];
             to: components["schemas"]["Recipients"];
-            /**
-             * @description The subject line.
-             * @example Welcome to Acme
-             */
-            subject?: string;
+            subject?: components["schemas"]["Subject"];
             cc?: components["schemas"]["Recipients"];
             bcc?: components["schemas"]["Recipients"];
             reply_to?: components["schemas"]["Recipients"];
-            /**
-             * @description The HTML body.
-             * @example <p>Hello <strong>Steve</strong>, welcome aboard.</p>
-             */
-            html?: string;
-            /**
-             * @description The plain-text body. Omitted, it is generated from `html`; empty, no plain-text part is sent.
-             * @example Hello Steve, welcome aboard.
-             */
-            text?: string;
-            /**
-             * @description Custom headers added to the message.
-             * @example {
-             *       "X-Entity-Ref-ID": "order-8812"
-             *     }
-             */
-            headers?: {
-                [key: string]: string;
-            };
+            html?: components["schemas"]["HtmlBody"];
+            /** @description The plain-text body. Omitted, it is generated from `html`; empty, no plain-text part is sent. */
+            text?: components["schemas"]["TextBody"];
+            headers?: components["schemas"]["CustomHeaders"];
             /** @description Custom data attached to the email, as name/value pairs. */
             tags?: components["schemas"]["Tag"][];
             template?: components["schemas"]["TemplateUse"];
@@ -553,15 +569,14 @@ export interface components {
             /** @description A name to tell the broadcast apart; only you see it. */
             name?: string;
             from: components["schemas"]["Mailbox"];
-            /** @description The subject line. */
-            subject: string;
+            subject: components["schemas"]["Subject"];
             reply_to?: components["schemas"]["Recipients"];
             /** @description The preview text shown by mail clients. */
             preview_text?: string;
-            /** @description The HTML body; may hold placeholders `{{{NAME|fallback}}}`. */
-            html?: string;
-            /** @description The plain-text body; may hold placeholders `{{{NAME|fallback}}}`. */
-            text?: string;
+            /** @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
+            html?: components["schemas"]["HtmlBody"];
+            /** @description The plain-text body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
+            text?: components["schemas"]["TextBody"];
             topic_id?: components["schemas"]["Uuid"];
         } & ((unknown | unknown) & (unknown | unknown));
         /**
@@ -628,13 +643,19 @@ export interface components {
             /** @description A readable id that can stand in for `id`; lowercase letters, digits, dashes and underscores. */
             alias?: string;
             from?: components["schemas"]["Mailbox"];
-            /** @description The default subject; may hold placeholders. */
-            subject?: string;
+            /** @description The default subject, one line; may hold placeholders. */
+            subject?: components["schemas"]["Subject"];
             reply_to?: components["schemas"]["Recipients"];
-            /** @description The HTML body; may hold placeholders `{{{NAME}}}` and `{{{NAME|fallback}}}`. */
-            html: string;
-            /** @description The plain-text body; may hold placeholders. Omitted, it is generated from `html` when sending. */
-            text?: string;
+            /**
+             * @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME}}}` and
+             *     `{{{NAME|fallback}}}`. Rendered, it must stay within the same bound.
+             */
+            html: components["schemas"]["HtmlBody"];
+            /**
+             * @description The plain-text body, up to 1,000,000 characters; may hold placeholders. Omitted, it is
+             *     generated from `html` when sending.
+             */
+            text?: components["schemas"]["TextBody"];
             /** @description The variables the template declares. */
             variables?: components["schemas"]["TemplateVariable"][];
         };

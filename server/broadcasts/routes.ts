@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
+import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { BroadcastRecord } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
@@ -13,13 +14,15 @@ export function broadcastRoutes(store: Store): Router {
     if (segment_id && audience_id && segment_id !== audience_id) {
       throw invalid('`segment_id` and its legacy name `audience_id` name different segments; give one of them.');
     }
+    const badAddress = invalidMailbox('from', [from]) ?? invalidMailbox('reply_to', mailboxList(reply_to));
+    if (badAddress) throw invalid(badAddress);
     const record: BroadcastRecord = {
       id: randomUUID(),
       name: name ?? 'Untitled',
       segment_id: (segment_id ?? audience_id)!,
       from_address: from,
       subject,
-      reply_to: reply_to === undefined ? null : JSON.stringify([reply_to].flat()),
+      reply_to: reply_to === undefined ? null : JSON.stringify(mailboxList(reply_to)),
       preview_text: preview_text ?? null,
       html: html ?? null,
       text: text ?? null,

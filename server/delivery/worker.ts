@@ -2,11 +2,10 @@
 // hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
 // up to a bound, then the email fails; a permanent (5xx) refusal fails it at once. Plain text is made
 // from the HTML here, not on the request path: html-to-text costs milliseconds per message.
-import { compile } from 'html-to-text';
-import type { SendMailOptions } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { EmailRecord } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
+import { toMessage } from './message.ts';
 import { isPermanent, type Transport } from './transport.ts';
 
 export interface DeliveryOptions {
@@ -31,8 +30,6 @@ export const DEFAULT_DELIVERY: DeliveryOptions = {
 };
 
 const PURGE_EVERY_MS = 60_000;
-// One converter, compiled once; links come out as `text [url]`.
-const plainText = compile({ wordwrap: 78 });
 
 type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
 
@@ -132,25 +129,4 @@ export class DeliveryWorker {
     // email, still claimed, comes due again when its lease runs out (at least once, never lost).
     await this.record({ id: email.id, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw });
   }
-}
-
-/** The nodemailer message for a stored email. Its Message-ID derives from the email's id, so a message
- * delivered twice (the worker died between sending and recording it) is recognisably the same. */
-export function toMessage(email: EmailRecord): SendMailOptions {
-  const list = (json: string | null) => (json === null ? undefined : (JSON.parse(json) as string[]));
-  const domain = /@([^>\s]+)>?\s*$/.exec(email.from_address)?.[1] ?? 'mailroom.local';
-  const text = email.text === null ? (email.html ? plainText(email.html) : undefined) : email.text === '' ? undefined : email.text;
-  return {
-    messageId: `<${email.id}@${domain}>`,
-    from: email.from_address,
-    to: list(email.to_addresses),
-    cc: list(email.cc),
-    bcc: list(email.bcc),
-    replyTo: list(email.reply_to),
-    subject: email.subject,
-    ...(email.html !== null && { html: email.html }),
-    ...(text !== undefined && { text }),
-    headers: email.headers === null ? undefined : JSON.parse(email.headers),
-    date: new Date(email.created_at),
-  };
 }

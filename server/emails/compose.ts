@@ -1,22 +1,17 @@
 // Turns one email of a send request into the row the outbox keeps, applying the rules the schema
 // cannot state: templates (published, rendered, overridable defaults), required sender and subject,
-// address syntax. Returns the row, or a message saying what is wrong.
+// exactly one mailbox per address string, custom header names unique regardless of letter case.
+// Returns the row, or a message saying what is wrong.
 import { randomUUID } from 'node:crypto';
 import type { Schemas } from '../api.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
-import { MissingVariable, render, typeMismatch, variableMap } from '../templates/render.ts';
-import type { PublishedTemplate } from '../templates/routes.ts';
+import { publishedTemplate, renderPart } from '../templates/published.ts';
+import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
+import { invalidMailbox, mailboxList as list } from './mailbox.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
 export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;
-
-const DOMAIN = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+';
-const ADDRESS = `[A-Za-z0-9!#$%&'*+/=?^_\`{|}~.-]+@${DOMAIN}`;
-/** `address@domain`, or `Display Name <address@domain>` with the name optionally quoted. */
-const MAILBOX = new RegExp(`^(?:${ADDRESS}|(?:"[^"\\r\\n]*"|[^<>"\\r\\n]*[^<>"\\s])\\s*<${ADDRESS}>)$`);
-
-const list = (value: string | string[] | undefined | null) => (value === undefined || value === null ? [] : [value].flat());
 
 export async function composeEmail(item: OutgoingEmail, findTemplate: FindTemplate, now: Date): Promise<EmailRecord | string> {
   let { from, subject, reply_to: replyTo } = item;
@@ -27,16 +22,16 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     const template = await findTemplate(item.template.id);
     if (!template) return `Template \`${item.template.id}\` not found.`;
     if (!template.published) return `Template \`${item.template.id}\` is not published; publish it before sending with it.`;
-    const published: PublishedTemplate = JSON.parse(template.published);
+    const published = publishedTemplate(template);
     const values = variableMap(item.template.variables);
     const mismatch = typeMismatch(published.variables, values);
     if (mismatch) return mismatch;
     try {
-      subject ??= published.subject === null ? undefined : render(published.subject, values, published.variables, false);
-      html = render(published.html, values, published.variables, true);
-      text = published.text === null ? null : render(published.text, values, published.variables, false);
+      subject ??= renderPart(template, 'subject', values) ?? undefined;
+      html = renderPart(template, 'html', values);
+      text = renderPart(template, 'text', values);
     } catch (error) {
-      if (error instanceof MissingVariable) return error.message;
+      if (error instanceof RenderError) return error.message;
       throw error;
     }
     from ??= published.from ?? undefined;
@@ -47,9 +42,11 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   if (!subject) return 'Missing `subject` field.';
   if (!html && !text) return 'Missing `html` or `text` field.';
   for (const [field, addresses] of [['from', [from]], ['to', list(item.to)], ['cc', list(item.cc)], ['bcc', list(item.bcc)], ['reply_to', list(replyTo)]] as const) {
-    const bad = addresses.find((address) => !MAILBOX.test(address));
-    if (bad !== undefined) return `Invalid \`${field}\` address \`${bad}\`: use \`address@domain\` or \`Display Name <address@domain>\`.`;
+    const bad = invalidMailbox(field, addresses);
+    if (bad) return bad;
   }
+  const repeated = repeatedHeader(item.headers);
+  if (repeated) return repeated;
 
   const at = now.toISOString();
   const json = (values: string[]) => (values.length ? JSON.stringify(values) : null);
@@ -73,6 +70,17 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     created_at: at,
     updated_at: at,
   };
+}
+
+/** Header names are case-insensitive: `X-Ref` and `x-ref` would be one header given twice. */
+function repeatedHeader(headers: OutgoingEmail['headers']): string | undefined {
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(headers ?? {})) {
+    const first = seen.get(name.toLowerCase());
+    if (first !== undefined) return `The header \`${name}\` repeats \`${first}\`: header names are case-insensitive, give each once.`;
+    seen.set(name.toLowerCase(), name);
+  }
+  return undefined;
 }
 
 /** A template lookup that asks the store once per id or alias within one request. */

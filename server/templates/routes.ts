@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
+import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord } from '../store/templates.ts';
@@ -15,6 +16,8 @@ export function templateRoutes(store: Store): Router {
     const keys = variables.map((v) => v.key);
     const repeated = keys.find((key, i) => keys.indexOf(key) !== i);
     if (repeated) throw invalid(`The template variable \`${repeated}\` is declared twice.`);
+    const badAddress = invalidMailbox('from', mailboxList(from)) ?? invalidMailbox('reply_to', mailboxList(reply_to));
+    if (badAddress) throw invalid(badAddress);
     const now = new Date().toISOString();
     const record: TemplateRecord = {
       id: randomUUID(),
@@ -23,7 +26,7 @@ export function templateRoutes(store: Store): Router {
       status: 'draft',
       from_address: from ?? null,
       subject: subject ?? null,
-      reply_to: reply_to === undefined ? null : JSON.stringify([reply_to].flat()),
+      reply_to: reply_to === undefined ? null : JSON.stringify(mailboxList(reply_to)),
       html,
       text: text ?? null,
       variables: JSON.stringify(variables.map((v) => ({ key: v.key, type: v.type, fallback_value: v.fallback_value ?? null }))),

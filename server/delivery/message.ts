@@ -1,0 +1,47 @@
+// The nodemailer message for a stored email. Recipients come from `to`, `cc` and `bcc` only: the
+// envelope (MAIL FROM, RCPT TO) is given explicitly, so nothing nodemailer reads in the headers can
+// add a recipient, and the address headers are written from the parsed mailboxes, never re-read
+// from strings. `bcc` is in the envelope alone, never in a header. Custom header names were held to
+// the contract's list when the email was accepted (CustomHeaders in openapi.yaml).
+import { compile } from 'html-to-text';
+import type { SendMailOptions } from 'nodemailer';
+import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
+import type { EmailRecord } from '../store/emails.ts';
+
+// One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
+// the request path: html-to-text costs milliseconds per message.
+const plainText = compile({ wordwrap: 78 });
+
+/** A stored email that no message can be built from, such as one accepted before a rule it breaks. */
+export class UnsendableEmail extends Error {}
+
+/** Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
+ * sending and recording it) is recognisably the same. */
+export function toMessage(email: EmailRecord): SendMailOptions {
+  const mailbox = (field: string, value: string): Mailbox => {
+    const parsed = parseMailbox(value);
+    if (!parsed) throw new UnsendableEmail(`The stored \`${field}\` address \`${value}\` is not one mailbox; the email cannot be sent.`);
+    return parsed;
+  };
+  const mailboxes = (field: string, json: string | null) => (json === null ? [] : (JSON.parse(json) as string[]).map((value) => mailbox(field, value)));
+  const from = mailbox('from', email.from_address);
+  const to = mailboxes('to', email.to_addresses);
+  const cc = mailboxes('cc', email.cc);
+  const bcc = mailboxes('bcc', email.bcc);
+  const replyTo = mailboxes('reply_to', email.reply_to);
+  const text = email.text === null ? (email.html ? plainText(email.html) : undefined) : email.text === '' ? undefined : email.text;
+  const domain = from.address.slice(from.address.lastIndexOf('@') + 1);
+  return {
+    messageId: `<${email.id}@${domain}>`,
+    from,
+    ...(to.length > 0 && { to }),
+    ...(cc.length > 0 && { cc }),
+    ...(replyTo.length > 0 && { replyTo }),
+    envelope: { from: from.address, to: [...new Set([...to, ...cc, ...bcc].map((m) => m.address))] },
+    subject: email.subject,
+    ...(email.html !== null && { html: email.html }),
+    ...(text !== undefined && { text }),
+    headers: email.headers === null ? undefined : JSON.parse(email.headers),
+    date: new Date(email.created_at),
+  };
+}
