@@ -100,7 +100,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: PostgreSQL connectio
     console.log(
       `robustness pg-terminate: ${terminated} backends terminated; process ${alive ? 'alive' : `exited ${await server.exited}`}; recovered ${recoveredMs === undefined ? 'never' : `after ${recoveredMs} ms`}; ${accepted.length} emails accepted, final states ${JSON.stringify(states)}; phases ${JSON.stringify(phases.seen)}`,
     );
-    if (!alive) console.log(`robustness pg-terminate: last output: ${server.output().split('\n').filter((l) => !l.includes('"msg":"request"')).join('\n').slice(-1_500)}`);
+    if (!alive) console.log(`robustness pg-terminate: why it exited: ${server.output().split('\n').filter((l) => /error/i.test(l) && !l.includes('"msg":"request"')).slice(-6).join('\n')}`);
     expect(terminated).toBeGreaterThan(0);
     expect(alive).toBe(true);
     expect(during.flat().filter((s) => s === 'hang')).toEqual([]);
@@ -121,16 +121,20 @@ describe.each(backends)('finding 12: SIGKILL with idempotent batches in flight, 
     if (schema) cleanups.push(schema.drop);
     const env = { DATA_DIR: dataDir, DATABASE_URL: schema?.url ?? '' };
     const ROUNDS = 3;
-    const KEYS = 6;
-    const delays = fc.sample(fc.integer({ min: 5, max: 400 }), { seed: SEED, numRuns: ROUNDS });
+    const KEYS = 10;
+    const SIZE = 50;
+    const delays = fc.sample(fc.integer({ min: 40, max: 300 }), { seed: SEED, numRuns: ROUNDS });
     const tally: Record<string, number> = {};
     const problems: string[] = [];
 
     for (const [round, delay] of delays.entries()) {
       const first = await startServerProcess(env);
       cleanups.push(async () => first.child.kill('SIGKILL'));
-      const requests = Array.from({ length: KEYS }, (_, k) => ({ key: `kill-${round}-${k}-${randomUUID()}`, body: JSON.stringify(batchOf(`round ${round} key ${k}`, 20)) }));
-      const inFlight = requests.map((r) => send(first.url, { method: 'POST', path: '/emails/batch', headers: [...json, ['Idempotency-Key', r.key]], body: r.body }, 15_000));
+      const requests = Array.from({ length: KEYS }, (_, k) => ({ key: `kill-${round}-${k}-${randomUUID()}`, body: JSON.stringify(batchOf(`round ${round} key ${k}`, SIZE)) }));
+      // Staggered, so that whenever the kill comes some request is likely half done.
+      const inFlight = requests.map((r, k) =>
+        sleep(k * 25).then(() => send(first.url, { method: 'POST', path: '/emails/batch', headers: [...json, ['Idempotency-Key', r.key]], body: r.body }, 15_000)),
+      );
       await sleep(delay);
       first.child.kill('SIGKILL');
       await first.exited;
@@ -155,8 +159,8 @@ describe.each(backends)('finding 12: SIGKILL with idempotent batches in flight, 
         const firstAnswer = before[k]!;
         if ('status' in firstAnswer && firstAnswer.status === 200 && firstAnswer.text !== (retry as { text: string }).text) problems.push(`round ${round} key ${k}: the retry is not a replay of the answer the first request got`);
         const rows = await store.database.db.selectFrom('emails').select('id').where('subject', 'like', `round ${round} key ${k} %`).execute();
-        if (rows.length !== 20 || JSON.stringify(rows.map((r) => r.id).sort()) !== JSON.stringify([...ids].sort())) {
-          problems.push(`round ${round} key ${k}: ${rows.length} emails stored for a batch of 20, ids ${rows.length === ids.length ? 'differ from' : 'unlike'} the answer's`);
+        if (rows.length !== SIZE || JSON.stringify(rows.map((r) => r.id).sort()) !== JSON.stringify([...ids].sort())) {
+          problems.push(`round ${round} key ${k}: ${rows.length} emails stored for a batch of ${SIZE}, ids ${rows.length === ids.length ? 'differ from' : 'unlike'} the answer's`);
         }
       }
       await store.close();
