@@ -13,7 +13,7 @@ import { schemaArbitraries } from './arbitraries.ts';
 import { mailboxesIn, notOneMailbox, operations, responseChecker, responseSchema, type Operation } from './contract.ts';
 import { knownAttacks } from './corpus.ts';
 import { send } from './http.ts';
-import { lost, planArbitrary, World, type Sent } from './traffic.ts';
+import { lost, planArbitrary, planFor, World, type Sent } from './traffic.ts';
 
 const SEED = Number(process.env.FC_SEED ?? 20261121);
 const RUNS = Number(process.env.FC_RUNS ?? 500);
@@ -74,7 +74,10 @@ describe.each(backends)('robustness fuzz on %s', (backend) => {
   it('answers every generated request within the contract, replays idempotent ones, and loses nothing it accepted', async () => {
     const tally = new Tally(backend);
     const world = new World(ops);
-    const plans = [...knownAttacks(), ...fc.sample(planArbitrary(ops, arbs), { seed: SEED, numRuns: RUNS })];
+    // Known attacks, then two plans per operation (so that every one is driven however short the run),
+    // then the generated traffic.
+    const each = ops.flatMap((op) => fc.sample(planFor(op, arbs), { seed: SEED, numRuns: 2 }));
+    const plans = [...knownAttacks(), ...each, ...fc.sample(planArbitrary(ops, arbs), { seed: SEED, numRuns: RUNS })];
     const covered = new Set(plans.map((p) => p.operationId));
     expect(ops.filter((o) => !covered.has(o.operationId)).map((o) => o.operationId)).toEqual([]);
 

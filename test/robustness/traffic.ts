@@ -44,7 +44,7 @@ function choice(schema: object, arbs: SchemaArbitraries, existing: boolean): fc.
   );
 }
 
-function planFor(op: Operation, arbs: SchemaArbitraries): fc.Arbitrary<Plan> {
+export function planFor(op: Operation, arbs: SchemaArbitraries): fc.Arbitrary<Plan> {
   const path = fc.record(Object.fromEntries(pathParams(op).map((p) => [p.name, choice(p.schema, arbs, true)])));
   const query = fc.tuple(
     ...op.parameters.filter((p) => p.in === 'query').map((p) => fc.option(choice(p.schema, arbs, p.schema.$ref !== undefined || p.schema.format === 'uuid').map((c) => [p.name, c] as [string, Choice]), { freq: 2 })),
