@@ -260,7 +260,8 @@ export interface components {
         Timestamp: string;
         /**
          * Format: email
-         * @description A bare email address.
+         * @description A bare email address: a dot-separated local part (no leading, trailing or doubled dots) at a
+         *     domain of at least two labels, so `a@localhost` and `a..b@example.com` are refused.
          * @example steve.wozniak@gmail.com
          */
         EmailAddress: string;

@@ -10,7 +10,7 @@ import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
-import { schemaCompiler, type OpenApiDocument } from './contract.ts';
+import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
@@ -42,8 +42,9 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
     validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: true,
-    validateSecurity: false, // authenticate() below does it, with the error names DESIGN.md gives
+    validateSecurity: false, // authenticate() below does it, with the contract's error names
     ignoreUndocumented: false,
+    ...VALIDATOR_FORMATS, // the formats schemaCompiler uses: one set of rules for requests and responses
   });
   // The validator's middlewares are taken apart so that auth, idempotency and batch triage run after it
   // has matched the operation and before it checks the request, and so that every response from then
