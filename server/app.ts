@@ -64,7 +64,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(checkRequest);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));
-  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'))));
+  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact')), compile('/components/schemas/ContactProperties')));
   app.use('/broadcasts', broadcastRoutes(store));
   app.use('/emails', emailRoutes(store));
   app.use('/templates', templateRoutes(store));

@@ -1,5 +1,6 @@
 // One set of validation rules, on SQLite and PostgreSQL: what a request may carry is what a response may
 // return (addresses, contact properties), text both stores keep as given, and bodies nested too deep to parse.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../../server/contract.ts';
 import { backends } from '../support/backends.ts';
@@ -19,6 +20,11 @@ describe.each(backends)('validation on %s', (backend) => {
     const res = await server.request(path, { method, headers: { ...json, ...headers }, ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const newContact = async (body: Record<string, unknown> = {}) => {
+    const { status, body: ref } = await call('POST', '/contacts', { email: `${randomUUID()}@example.com`, ...body });
+    expect(status).toBe(201);
+    return ref.id as string;
   };
 
   describe('finding 4: an address POST /contacts accepts is returned by every read path', () => {
@@ -55,6 +61,48 @@ describe.each(backends)('validation on %s', (backend) => {
       for (const list of [everything.data, paged.body.data]) {
         expect(list.map((c: { id: string; email: string }) => ({ id: c.id, email: c.email }))).toEqual(expect.arrayContaining(accepted));
       }
+    });
+  });
+
+  describe('finding 5: PATCH keeps a contact within ContactProperties, and null removes a property', () => {
+    const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`p${i}`, String(i)]));
+
+    it('refuses an update that would leave more than 50 properties with 422 naming `properties`, changing nothing', async () => {
+      const id = await newContact({ first_name: 'Before', properties: fifty });
+      const res = await call('PATCH', `/contacts/${id}`, { first_name: 'After', properties: { extra1: 'x', extra2: 'y', p0: 'changed' } });
+      expect(res).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: expect.stringMatching(/^The `properties` would hold 52 keys after this update; at most 50 are allowed/) },
+      });
+      const read = await call('GET', `/contacts/${id}`);
+      expect(read).toMatchObject({ status: 200, body: { first_name: 'Before', properties: fifty } });
+      // The refused update left no transaction or lock behind: the contact can still change, and be listed.
+      expect((await call('PATCH', `/contacts/${id}`, { first_name: 'Later' })).status).toBe(200);
+      expect(await call('GET', `/contacts/${id}`)).toMatchObject({ body: { first_name: 'Later' } });
+      expect((await call('GET', '/contacts?limit=100')).status).toBe(200);
+      expect((await server.request('/contacts')).status).toBe(200);
+    });
+
+    it('removes a property set to null, so that a full contact can take a new one', async () => {
+      const id = await newContact({ properties: fifty });
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { p0: null, p1: null, fresh: 'new' } })).toMatchObject({ status: 200 });
+      const { body } = await call('GET', `/contacts/${id}`);
+      const { p0, p1, ...kept } = fifty;
+      expect(body.properties).toEqual({ ...kept, fresh: 'new' });
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { never_there: null } })).toMatchObject({ status: 200 });
+    });
+
+    it('keeps every key the contract allows, __proto__ included', async () => {
+      const id = await newContact();
+      expect(await call('PATCH', `/contacts/${id}`, '{"properties":{"__proto__":"kept","constructor":"too"}}')).toMatchObject({ status: 200 });
+      expect(JSON.parse(await (await server.request(`/contacts/${id}`)).text()).properties).toEqual(JSON.parse('{"__proto__":"kept","constructor":"too"}'));
+    });
+
+    it('keeps property values strings on create: null is refused there', async () => {
+      expect(await call('POST', '/contacts', { email: 'null-prop@example.com', properties: { a: null } })).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'The `properties.a` must be a string.' },
+      });
     });
   });
 });
