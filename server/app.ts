@@ -12,6 +12,7 @@ import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
+import { jsonBody } from './jsonBody.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
@@ -36,7 +37,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
 
   app.use(requestLog(logger), stableQuery);
   app.use(contractRoutes());
-  app.use(express.json({ limit: config.bodyLimit, verify: keepRawBody }));
+  app.use(jsonBody(config.bodyLimit, keepRawBody));
   const validator = OpenApiValidator.middleware({
     apiSpec: structuredClone(spec) as never,
     validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start

@@ -80,7 +80,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const item = e.errors?.[0];
   if (!item) return invalid(e.message);
   const [, location, ...rest] = item.path.split('/');
-  const field = rest.join('.');
+  const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
   const keyword = item.errorCode?.split('.')[0];
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter \`${field}\`.`);
@@ -108,7 +108,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       if (schema?.description) return invalid(`The \`${field}\` must be ${lowerFirst(schema.description)}`, name);
       break;
   }
-  return invalid(`The \`${field || 'body'}\` ${item.message}.`, name);
+  return invalid(`The \`${field}\` ${item.message}.`, name);
 }
 
 /**

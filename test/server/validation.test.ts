@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../../server/contract.ts';
+import { nestedDeeperThan } from '../../server/jsonBody.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -103,6 +104,42 @@ describe.each(backends)('validation on %s', (backend) => {
         status: 422,
         body: { statusCode: 422, name: 'validation_error', message: 'The `properties.a` must be a string.' },
       });
+    });
+  });
+
+  describe('finding 13: bodies nested deeper than 64 levels are refused before they are parsed', () => {
+    const refused = { status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is nested deeper than 64 levels.' } };
+
+    it('refuses a 3 MB body nested 1.5 million levels deep with 400 invalid_json', async () => {
+      const depth = 1_500_000;
+      expect(await call('POST', '/contacts', '['.repeat(depth) + ']'.repeat(depth))).toEqual(refused);
+      expect(await call('POST', '/emails/batch', '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000))).toEqual(refused);
+    });
+
+    it('skips strings exactly: escaped quotes, runs of backslashes, multi-byte characters', () => {
+      const deeperThanTwo = (json: string) => nestedDeeperThan(2, Buffer.from(json));
+      expect(deeperThanTwo('[[]]')).toBe(false);
+      expect(deeperThanTwo('[[[]]]')).toBe(true);
+      expect(deeperThanTwo('[["\\"[[["]]')).toBe(false);
+      expect(deeperThanTwo('[["\\\\"[]]]')).toBe(true);
+      expect(deeperThanTwo('["é[[[", {"k":"}]"}]')).toBe(false);
+      expect(deeperThanTwo('["unterminated [[[')).toBe(false);
+    });
+
+    it('counts only structure: 64 levels pass to the schema check, brackets inside strings do not count', async () => {
+      const nested = (levels: number) => `{"email":"deep@example.com","properties":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+      expect(await call('POST', '/contacts', nested(64))).toMatchObject({ status: 422, body: { message: 'The `properties` must be an object.' } });
+      expect(await call('POST', '/contacts', nested(65))).toEqual(refused);
+      const name = `"\\"${'[{'.repeat(60)}\\\\`;
+      expect(await call('POST', '/contacts', `{"email":"brackets@example.com","first_name":${name}"}`)).toMatchObject({ status: 201 });
+    });
+
+    it('counts the same in a UTF-16 body, and names a body of the wrong shape `body`', async () => {
+      const utf16 = { 'content-type': 'application/json; charset=utf-16le' };
+      const send = (text: string) => server.request('/contacts', { method: 'POST', headers: utf16, body: Buffer.from(text, 'utf16le') }).then(async (res) => ({ status: res.status, body: await res.json() }));
+      expect(await send('{"email":"wide@example.com","first_name":"Zoë"}')).toMatchObject({ status: 201 });
+      expect(await send('['.repeat(65) + ']'.repeat(65))).toEqual(refused);
+      expect(await call('POST', '/contacts', '[]')).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The `body` must be an object.' } });
     });
   });
 });
