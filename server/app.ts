@@ -13,6 +13,7 @@ import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
 import { jsonBody } from './jsonBody.ts';
+import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
@@ -61,8 +62,8 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(checkResponse);
   app.use(authenticate(spec, store));
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
-  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
-  app.use(checkRequest);
+  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
+  app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));
   app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact')), compile('/components/schemas/ContactProperties')));

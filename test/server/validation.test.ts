@@ -107,6 +107,74 @@ describe.each(backends)('validation on %s', (backend) => {
     });
   });
 
+  describe('finding 8: NUL and broken Unicode get the same 422 on both stores, naming the field', () => {
+    const NUL = '\u0000';
+    const email = (extra: Record<string, unknown> = {}) => ({ from: 'Acme <hi@acme.dev>', to: 'nul@example.com', subject: 'Hi', text: 'Hi', ...extra });
+    const refused = (field: string, name = 'validation_error') => ({
+      status: 422,
+      body: { statusCode: 422, name, message: `The \`${field}\` must not contain the NUL character.` },
+    });
+
+    it('in contact bodies: create and update', async () => {
+      expect(await call('POST', '/contacts', { email: 'n1@example.com', first_name: `a${NUL}b` })).toEqual(refused('first_name'));
+      expect(await call('POST', '/contacts', { email: 'n2@example.com', properties: { company: `x${NUL}` } })).toEqual(refused('properties.company'));
+      const id = await newContact();
+      expect(await call('PATCH', `/contacts/${id}`, { last_name: NUL })).toEqual(refused('last_name'));
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { company: NUL } })).toEqual(refused('properties.company'));
+    });
+
+    it('in the path id of every resource, as invalid_parameter naming it', async () => {
+      const id = await newContact();
+      const nul = '%00';
+      for (const [method, path, parameter] of [
+        ['GET', `/contacts/${id}${nul}`, 'contact_id'],
+        ['GET', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['PATCH', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['DELETE', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['GET', `/broadcasts/${randomUUID()}${nul}`, 'broadcast_id'],
+        ['GET', `/emails/${randomUUID()}${nul}`, 'email_id'],
+        ['GET', `/templates/welcome${nul}`, 'template_id'],
+        ['POST', `/templates/welcome${nul}/publish`, 'template_id'],
+      ] as const) {
+        const res = await call(method, path, method === 'PATCH' ? { unsubscribed: true } : undefined);
+        expect(res, `${method} ${path}`).toMatchObject({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: expect.stringContaining(`\`${parameter}\``) } });
+      }
+      expect(await call('GET', `/contacts?after=${nul}`)).toMatchObject({ status: 422, body: { message: expect.stringContaining('`after`') } });
+    });
+
+    it('in single sends, templates and broadcasts', async () => {
+      expect(await call('POST', '/emails', email({ subject: `Hi${NUL}` }))).toEqual(refused('subject'));
+      expect(await call('POST', '/emails', email({ tags: [{ name: 'a', value: 'b' }], headers: { 'X-Ref': `1${NUL}` } }))).toEqual(refused('headers.X-Ref'));
+      expect(await call('POST', '/templates', { name: 'T', html: `<p>${NUL}</p>` })).toEqual(refused('html'));
+      expect(await call('POST', '/broadcasts', { segment_id: randomUUID(), from: 'a@acme.dev', subject: 'S', text: 'x', name: `n${NUL}` })).toEqual(refused('name'));
+    });
+
+    it('in batches: strict mode names emails[i], permissive mode reports that email and sends the rest', async () => {
+      const items = [email(), email({ html: `<p>${NUL}</p>` }), email()];
+      expect(await call('POST', '/emails/batch', items)).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'emails[1]: The `html` must not contain the NUL character.' },
+      });
+      const permissive = await call('POST', '/emails/batch', items, { 'x-batch-validation': 'permissive' });
+      expect(permissive).toEqual({
+        status: 200,
+        body: { data: [{ id: expect.any(String) }, { id: expect.any(String) }], errors: [{ index: 1, message: 'The `html` must not contain the NUL character.' }] },
+      });
+    });
+
+    it('refuses lone surrogates, which both stores would silently turn into U+FFFD (one or three)', async () => {
+      expect(await call('POST', '/contacts', '{"email":"s@example.com","first_name":"a\\ud800b"}')).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'The `first_name` must not contain a lone surrogate (it is not valid Unicode).' },
+      });
+    });
+
+    it('keeps other control characters, tabs and line breaks as given', async () => {
+      const id = await newContact({ first_name: 'tab\there', properties: { note: 'line\r\nbreak \u0001\u001f\u007f' } });
+      expect(await call('GET', `/contacts/${id}`)).toMatchObject({ body: { first_name: 'tab\there', properties: { note: 'line\r\nbreak \u0001\u001f\u007f' } } });
+    });
+  });
+
   describe('finding 13: bodies nested deeper than 64 levels are refused before they are parsed', () => {
     const refused = { status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is nested deeper than 64 levels.' } };
 
