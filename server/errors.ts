@@ -32,8 +32,8 @@ interface ValidatorError {
   errors?: { path: string; message: string; errorCode?: string }[];
 }
 
-export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
+export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler[] {
+  const handle: ErrorRequestHandler = (err, req, res, _next) => {
     const mapped = toApiError(err, req, spec);
     if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
     if (res.headersSent) {
@@ -43,6 +43,11 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
     }
     sendError(res, mapped);
   };
+  // An error response that itself breaks the contract does not fail here: the validator's response check
+  // hands its failure to the `next` it was given early in the request, which leads past this handler,
+  // and past the last one to Express's own HTML page with a stack trace. So the same handler stands
+  // again behind itself and makes it a logged 500 (res.json is no longer checked by then).
+  return [handle, handle];
 }
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
