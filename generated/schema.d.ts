@@ -260,7 +260,8 @@ export interface components {
         Timestamp: string;
         /**
          * Format: email
-         * @description A bare email address.
+         * @description A bare email address: a dot-separated local part (no leading, trailing or doubled dots) at a
+         *     domain of at least two labels, so `a@localhost` and `a..b@example.com` are refused.
          * @example steve.wozniak@gmail.com
          */
         EmailAddress: string;
@@ -346,14 +347,35 @@ export interface components {
          */
         PersonName: string;
         /**
-         * @description Custom key/value pairs; keys are chosen by you, values are strings.
+         * @description Custom key/value pairs, at most 50 of them; keys are chosen by you, values are strings.
          * @example {
          *       "company": "Apple",
          *       "plan": "pro"
          *     }
          */
         ContactProperties: {
-            [key: string]: string;
+            [key: string]: components["schemas"]["ContactPropertyValue"];
+        };
+        /**
+         * @description The key of a custom property.
+         * @example company
+         */
+        ContactPropertyName: string;
+        /**
+         * @description The value of a custom property.
+         * @example Apple
+         */
+        ContactPropertyValue: string;
+        /**
+         * @description Properties to set, and properties to remove by setting them to `null`; the others keep their
+         *     values. The contact's properties after the update must still be valid `ContactProperties`.
+         * @example {
+         *       "plan": "enterprise",
+         *       "trial_ends": null
+         *     }
+         */
+        ContactPropertiesUpdate: {
+            [key: string]: components["schemas"]["ContactPropertyValue"] | null;
         };
         /** @description A list of contacts, newest first. */
         ContactList: {
@@ -402,13 +424,13 @@ export interface components {
             unsubscribed?: boolean;
             properties?: components["schemas"]["ContactProperties"];
         };
-        /** @description The fields to change; a name set to `null` is removed. */
+        /** @description The fields to change; a name or a property set to `null` is removed. */
         UpdateContactRequest: {
             first_name?: components["schemas"]["PersonName"] | null;
             last_name?: components["schemas"]["PersonName"] | null;
             /** @description Whether the contact is unsubscribed. */
             unsubscribed?: boolean;
-            properties?: components["schemas"]["ContactProperties"];
+            properties?: components["schemas"]["ContactPropertiesUpdate"];
         };
         /**
          * @description One email to send. `from` and `subject` are required unless a template supplies them;

@@ -1,17 +1,32 @@
-// The HTTP app: request log → contract pages → JSON body parser → the validator's routing (404, 405)
-// → response checking switched on → auth → rate limit → idempotency → batch triage → the validator's
-// request check → one router per resource → one error handler.
+// The HTTP app: request log → contract pages → JSON body parser (nesting bounded) → the validator's
+// routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
+// → auth → rate limit → idempotency → batch triage → the validator's request check → refusal of text the
+// stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
+//
+// Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
+// body is judged, batch triage must set a permissive batch's bad emails aside before the whole batch is
+// checked, and every response from auth on, errors and early answers included, must pass the response
+// check. The validator has no hook between matching an operation and checking its request, so
+// validatorParts() splits its middleware list by function name; test/server/validator-wiring.test.ts
+// pins those names and this order's behaviour, and fails first if an upgrade changes them.
+//
+// One set of rules: the request check, the response check and server/contract.ts's schemaCompiler
+// (batch emails, merged contact properties, the streamed contact list) all use AJV_OPTIONS and FORMATS
+// from server/contract.ts, so what a request may carry is always what a response may return.
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
 import { authenticate, rateLimit } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
-import { schemaCompiler, type OpenApiDocument } from './contract.ts';
+import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
+import { jsonBody } from './jsonBody.ts';
+import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
@@ -36,18 +51,38 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
 
   app.use(requestLog(logger), stableQuery);
   app.use(contractRoutes());
-  app.use(express.json({ limit: config.bodyLimit, verify: keepRawBody }));
-  const validator = OpenApiValidator.middleware({
+  app.use(jsonBody(config.bodyLimit, keepRawBody));
+  const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
+  app.use(routing);
+  app.use(checkResponse);
+  app.use(authenticate(spec, store));
+  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
+  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
+  app.use(checkRequest, refuseUnstorableText);
+  if (extraRoutes) app.use(extraRoutes);
+  app.use('/health', healthRoutes(store));
+  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact')), compile('/components/schemas/ContactProperties')));
+  app.use('/broadcasts', broadcastRoutes(store));
+  app.use('/emails', emailRoutes(store));
+  app.use('/templates', templateRoutes(store));
+  app.use(errorHandler(spec, logger));
+  return app;
+}
+
+export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
+  return {
     apiSpec: structuredClone(spec) as never,
     validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: true,
-    validateSecurity: false, // authenticate() below does it, with the error names DESIGN.md gives
+    validateSecurity: false, // authenticate() does it, with the contract's error names
     ignoreUndocumented: false,
-  });
-  // The validator's middlewares are taken apart so that auth, idempotency and batch triage run after it
-  // has matched the operation and before it checks the request, and so that every response from then
-  // on, an auth error or a permissive batch answered early included, is checked against the contract.
+    ...VALIDATOR_FORMATS, // the formats schemaCompiler uses
+  };
+}
+
+/** The validator's middleware list in the three parts createApp mounts apart (see the top of this file). */
+export function validatorParts(validator: RequestHandler[]): { routing: RequestHandler[]; checkRequest: RequestHandler; checkResponse: RequestHandler } {
   const part = (name: string) => {
     const found = validator.find((middleware) => middleware.name === name);
     if (!found) throw new Error(`express-openapi-validator has no ${name} any more; revisit createApp`);
@@ -55,20 +90,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   };
   const checkRequest = part('requestMiddleware');
   const checkResponse = part('responseMiddleware');
-  app.use(validator.filter((middleware) => middleware !== checkRequest && middleware !== checkResponse));
-  app.use(checkResponse);
-  app.use(authenticate(spec, store));
-  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
-  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
-  app.use(checkRequest);
-  if (extraRoutes) app.use(extraRoutes);
-  app.use('/health', healthRoutes(store));
-  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'))));
-  app.use('/broadcasts', broadcastRoutes(store));
-  app.use('/emails', emailRoutes(store));
-  app.use('/templates', templateRoutes(store));
-  app.use(errorHandler(spec, logger));
-  return app;
+  return { routing: validator.filter((middleware) => middleware !== checkRequest && middleware !== checkResponse), checkRequest, checkResponse };
 }
 
 /** One JSON log line per request, tied to its x-request-id, which error logs repeat. */

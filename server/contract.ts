@@ -2,13 +2,10 @@
 // runtime check outside express-openapi-validator comes from the spec itself, never restated.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import { Ajv2020, type Format, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { OpenAPIFramework } from 'express-openapi-validator/dist/framework/index.js';
 import { load } from 'js-yaml';
-
-// ajv-formats is CommonJS; under NodeNext its default export is the module object.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 export const specPath = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
 
@@ -26,12 +23,38 @@ export function loadSpec(path: string = specPath): OpenApiDocument {
 
 const SPEC_ID = 'mailroom:openapi';
 
+/**
+ * The one set of validation rules. What a request may carry must always be returnable, so the request
+ * check, the response check (both express-openapi-validator) and schemaCompiler below must agree on
+ * every keyword. FORMATS are the implementations of `format`: ajv-formats' full ones, which read
+ * `email` as a dot-atom local part (no leading, trailing or doubled dots) at a domain of at least two
+ * labels; its "fast" ones, the validator's default, let `a@localhost` and `a..b@x` in, which the full
+ * check then refused on the way out. AJV_OPTIONS are the options the validator 5.6 gives its own Ajv
+ * (framework/ajv/options.js; test/server/validator-wiring.test.ts fails if that changes).
+ */
+export const FORMATS: Record<string, Format> = fullFormats;
+export const AJV_OPTIONS = {
+  // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator).
+  strict: false,
+  strictNumbers: true,
+  strictTuples: true,
+  allowUnionTypes: false,
+  validateSchema: false,
+  formats: FORMATS,
+} as const satisfies Options;
+
+/** The format options of express-openapi-validator that give it exactly FORMATS. */
+export const VALIDATOR_FORMATS = {
+  validateFormats: true,
+  ajvFormats: { mode: 'full' },
+  // Applied last, over the validator's own and ajv-formats' formats: the same functions as ours.
+  formats: FORMATS,
+} as const;
+
 /** Compiles any schema inside the document, addressed by JSON pointer (`/components/schemas/Contact`). */
 export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => ValidateFunction {
-  // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator);
   // verbose keeps the failing schema with each error, so that messages can quote its description.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, validateSchema: false, verbose: true });
-  addFormats(ajv);
+  const ajv = new Ajv2020({ ...AJV_OPTIONS, allErrors: true, verbose: true });
   ajv.addSchema(spec as object, SPEC_ID);
   return (pointer) => ajv.compile({ $ref: `${SPEC_ID}#${pointer}` });
 }

@@ -32,8 +32,8 @@ interface ValidatorError {
   errors?: { path: string; message: string; errorCode?: string }[];
 }
 
-export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler {
-  return (err, req, res, _next) => {
+export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler[] {
+  const handle: ErrorRequestHandler = (err, req, res, _next) => {
     const mapped = toApiError(err, req, spec);
     if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
     if (res.headersSent) {
@@ -43,6 +43,11 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
     }
     sendError(res, mapped);
   };
+  // An error response that itself breaks the contract does not fail here: the validator's response check
+  // hands its failure to the `next` it was given early in the request, which leads past this handler,
+  // and past the last one to Express's own HTML page with a stack trace. So the same handler stands
+  // again behind itself and makes it a logged 500 (res.json is no longer checked by then).
+  return [handle, handle];
 }
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
@@ -80,7 +85,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const item = e.errors?.[0];
   if (!item) return invalid(e.message);
   const [, location, ...rest] = item.path.split('/');
-  const field = rest.join('.');
+  const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
   const keyword = item.errorCode?.split('.')[0];
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter \`${field}\`.`);
@@ -108,7 +113,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       if (schema?.description) return invalid(`The \`${field}\` must be ${lowerFirst(schema.description)}`, name);
       break;
   }
-  return invalid(`The \`${field || 'body'}\` ${item.message}.`, name);
+  return invalid(`The \`${field}\` ${item.message}.`, name);
 }
 
 /**

@@ -1,7 +1,8 @@
 // Contacts: list (paged or streamed whole), create, retrieve, update, delete.
 import { randomUUID } from 'node:crypto';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { Router } from 'express';
-import type { OperationHandler, PathParams } from '../api.ts';
+import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { Cursor } from '../store/contacts.ts';
 import { UnknownCursor } from '../store/contacts.ts';
@@ -9,7 +10,8 @@ import type { Store } from '../store/index.ts';
 import { toContact } from './contact.ts';
 import type { ContactStream } from './stream.ts';
 
-export function contactRoutes(store: Store, streamContacts: ContactStream): Router {
+/** `validProperties` is the contract's ContactProperties schema, which every stored contact must satisfy. */
+export function contactRoutes(store: Store, streamContacts: ContactStream, validProperties: ValidateFunction): Router {
   const contacts = store.contacts;
 
   const listContacts: OperationHandler<'listContacts'> = async (req, res) => {
@@ -51,12 +53,12 @@ export function contactRoutes(store: Store, streamContacts: ContactStream): Rout
 
   const updateContact: OperationHandler<'updateContact'> = async (req, res) => {
     const { first_name, last_name, unsubscribed, properties } = req.body;
+    // Runs inside the store's transaction: refusing here rolls the update back.
     const record = await contacts.update(...lookup(req.params), (current) => ({
       ...(first_name !== undefined && { first_name }),
       ...(last_name !== undefined && { last_name }),
       ...(unsubscribed !== undefined && { unsubscribed: unsubscribed ? 1 : 0 }),
-      // Properties merge: keys not named keep their values.
-      ...(properties !== undefined && { properties: JSON.stringify({ ...JSON.parse(current.properties), ...properties }) }),
+      ...(properties !== undefined && { properties: JSON.stringify(mergeProperties(JSON.parse(current.properties), properties)) }),
       updated_at: new Date().toISOString(),
     }));
     if (!record) throw notFound('Contact');
@@ -68,6 +70,25 @@ export function contactRoutes(store: Store, streamContacts: ContactStream): Rout
     if (!id) throw notFound('Contact');
     res.json({ object: 'contact', contact: id, deleted: true });
   };
+
+  /**
+   * Keys not named keep their values, and a key set to null is removed. Each value was checked with the
+   * request, but only the result can be checked against the contract's limits (how many keys): a
+   * contact that broke them could no longer be read, alone or in any list.
+   */
+  function mergeProperties(current: Schemas['ContactProperties'], change: Schemas['ContactPropertiesUpdate']): Schemas['ContactProperties'] {
+    // Spread and fromEntries define keys rather than assign them, so `__proto__` stays an ordinary key.
+    const merged = Object.fromEntries(Object.entries({ ...current, ...change }).filter((entry): entry is [string, string] => entry[1] !== null));
+    if (!validProperties(merged)) {
+      const [error] = validProperties.errors!;
+      if (error?.keyword === 'maxProperties') {
+        const count = Object.keys(merged).length;
+        throw invalid(`The \`properties\` would hold ${count} keys after this update; at most ${error.params.limit} are allowed. Remove some by setting them to \`null\`.`);
+      }
+      throw invalid(`The \`properties\` would not be valid after this update: ${[error?.instancePath, error?.message].filter(Boolean).join(' ')}.`);
+    }
+    return merged;
+  }
 
   return Router()
     .get('/', listContacts)

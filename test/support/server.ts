@@ -24,14 +24,14 @@ export interface TestServer extends RunningServer {
 
 export async function startTestServer(
   backend: Backend,
-  options: { config?: Partial<Config>; extraRoutes?: express.Router } = {},
+  options: { config?: Partial<Config>; extraRoutes?: express.Router; spec?: string } = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'));
   const schema = backend === 'postgres' ? await postgresSchema() : undefined;
   const logs: Record<string, any>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const config: Config = { ...loadConfig({}), port: 0, dataDir, databaseUrl: schema?.url, apiKey: TEST_KEY, ...options.config };
-  const running = await startServer(config, { logger, extraRoutes: options.extraRoutes });
+  const running = await startServer(config, { logger, extraRoutes: options.extraRoutes, spec: options.spec });
   return {
     ...running,
     config,

@@ -1,0 +1,69 @@
+// The JSON body parser, with nesting bounded before JSON.parse runs. A few megabytes of `[[[[…]]]]`
+// hold the event loop for most of a second in JSON.parse, and deeper still can overflow the stack; no
+// request the contract describes nests more than a handful of levels. One linear pass over the bytes,
+// counting brackets outside strings, refuses such a body with 400 invalid_json first.
+import express, { type RequestHandler } from 'express';
+import { ApiError } from './errors.ts';
+
+export const MAX_NESTING = 64;
+
+type Verify = NonNullable<NonNullable<Parameters<typeof express.json>[0]>['verify']>;
+
+/** express.json with the nesting bound, then `verify` (which still sees the raw bytes). */
+export function jsonBody(limit: string, verify?: Verify): RequestHandler {
+  return express.json({
+    limit,
+    verify: (req, res, body, encoding) => {
+      if (nestedDeeperThan(MAX_NESTING, utf8(body, encoding))) {
+        throw new ApiError(400, 'invalid_json', `The body is nested deeper than ${MAX_NESTING} levels.`);
+      }
+      verify?.(req, res, body, encoding);
+    },
+  });
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+
+/**
+ * Whether arrays and objects nest deeper than `max`. In UTF-8 every byte of a multi-byte character is
+ * 0x80 or above, so scanning bytes for these ASCII ones is exact. Strings are skipped with indexOf
+ * (native, and most of a large body is strings). Malformed JSON is left to JSON.parse.
+ */
+export function nestedDeeperThan(max: number, body: Uint8Array): boolean {
+  let depth = 0;
+  for (let i = 0; i < body.length; i++) {
+    const byte = body[i];
+    if (byte === QUOTE) {
+      i = endOfString(body, i + 1);
+      if (i < 0) return false;
+    } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+      if (++depth > max) return true;
+    } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) depth--;
+  }
+  return false;
+}
+
+/** The index of the quote that closes the string starting at `from`, or -1 if none does. */
+function endOfString(body: Uint8Array, from: number): number {
+  for (let quote = body.indexOf(QUOTE, from); quote >= 0; quote = body.indexOf(QUOTE, quote + 1)) {
+    let backslashes = 0;
+    while (body[quote - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote; // an odd run escapes the quote
+  }
+  return -1;
+}
+
+/** The body as UTF-8 bytes: as it came, or re-encoded from the UTF-16 that the JSON parser also takes. */
+function utf8(body: Buffer, encoding: string): Uint8Array {
+  if (encoding === 'utf-8' || encoding === 'utf8') return body;
+  try {
+    return Buffer.from(new TextDecoder(encoding).decode(body), 'utf8');
+  } catch {
+    throw new ApiError(415, 'unsupported_media_type', 'The body must be JSON in UTF-8 or UTF-16.');
+  }
+}

@@ -1,0 +1,213 @@
+// One set of validation rules, on SQLite and PostgreSQL: what a request may carry is what a response may
+// return (addresses, contact properties), text both stores keep as given, and bodies nested too deep to parse.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSpec, schemaCompiler } from '../../server/contract.ts';
+import { nestedDeeperThan } from '../../server/jsonBody.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const validAddress = schemaCompiler(loadSpec())('/components/schemas/EmailAddress');
+const json = { 'content-type': 'application/json' };
+
+describe.each(backends)('validation on %s', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+  });
+  afterAll(() => server.close());
+
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await server.request(path, { method, headers: { ...json, ...headers }, ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  const newContact = async (body: Record<string, unknown> = {}) => {
+    const { status, body: ref } = await call('POST', '/contacts', { email: `${randomUUID()}@example.com`, ...body });
+    expect(status).toBe(201);
+    return ref.id as string;
+  };
+
+  describe('finding 4: an address POST /contacts accepts is returned by every read path', () => {
+    const candidates = [
+      'a@localhost', 'a..b@x.dev', '.lead@x.dev', 'trail.@x.dev', 'a@x..dev', 'a@-x.dev', 'a@x-.dev', 'a@.x.dev', 'a b@x.dev', 'a@x_y.dev',
+      'plain@example.com', 'First.Last+tag@Sub.Example.COM', "o'brien@example.ie", 'x@1.2', 'under_score@a-b.example', `${'l'.repeat(64)}@example.com`,
+    ];
+
+    it('refuses dotless domains and dots at the start, end or twice in a row, naming `email`', async () => {
+      for (const email of ['a@localhost', 'a..b@x.dev', '.lead@x.dev', 'trail.@x.dev']) {
+        expect(await call('POST', '/contacts', { email }), email).toEqual({
+          status: 422,
+          body: { statusCode: 422, name: 'validation_error', message: 'The `email` must be a valid email address.' },
+        });
+      }
+    });
+
+    it('accepts exactly what the contract compiled by schemaCompiler accepts, and every read path returns it', async () => {
+      const accepted: { id: string; email: string }[] = [];
+      for (const email of candidates) {
+        const { status, body } = await call('POST', '/contacts', { email });
+        expect(status === 201, `${email}: POST answered ${status}`).toBe(validAddress(email));
+        if (status !== 201) continue;
+        accepted.push({ id: body.id, email });
+        expect(await call('GET', `/contacts/${body.id}`), email).toMatchObject({ status: 200, body: { email } });
+        expect(await call('GET', `/contacts/${encodeURIComponent(email)}`), email).toMatchObject({ status: 200, body: { id: body.id } });
+      }
+      expect(accepted.length).toBeGreaterThan(5);
+      const streamed = await server.request('/contacts');
+      expect(streamed.status).toBe(200);
+      const everything = JSON.parse(await streamed.text()); // a cut-off stream would not parse
+      const paged = await call('GET', '/contacts?limit=100');
+      expect(paged.status).toBe(200);
+      for (const list of [everything.data, paged.body.data]) {
+        expect(list.map((c: { id: string; email: string }) => ({ id: c.id, email: c.email }))).toEqual(expect.arrayContaining(accepted));
+      }
+    });
+  });
+
+  describe('finding 5: PATCH keeps a contact within ContactProperties, and null removes a property', () => {
+    const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`p${i}`, String(i)]));
+
+    it('refuses an update that would leave more than 50 properties with 422 naming `properties`, changing nothing', async () => {
+      const id = await newContact({ first_name: 'Before', properties: fifty });
+      const res = await call('PATCH', `/contacts/${id}`, { first_name: 'After', properties: { extra1: 'x', extra2: 'y', p0: 'changed' } });
+      expect(res).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: expect.stringMatching(/^The `properties` would hold 52 keys after this update; at most 50 are allowed/) },
+      });
+      const read = await call('GET', `/contacts/${id}`);
+      expect(read).toMatchObject({ status: 200, body: { first_name: 'Before', properties: fifty } });
+      // The refused update left no transaction or lock behind: the contact can still change, and be listed.
+      expect((await call('PATCH', `/contacts/${id}`, { first_name: 'Later' })).status).toBe(200);
+      expect(await call('GET', `/contacts/${id}`)).toMatchObject({ body: { first_name: 'Later' } });
+      expect((await call('GET', '/contacts?limit=100')).status).toBe(200);
+      expect((await server.request('/contacts')).status).toBe(200);
+    });
+
+    it('removes a property set to null, so that a full contact can take a new one', async () => {
+      const id = await newContact({ properties: fifty });
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { p0: null, p1: null, fresh: 'new' } })).toMatchObject({ status: 200 });
+      const { body } = await call('GET', `/contacts/${id}`);
+      const { p0, p1, ...kept } = fifty;
+      expect(body.properties).toEqual({ ...kept, fresh: 'new' });
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { never_there: null } })).toMatchObject({ status: 200 });
+    });
+
+    it('keeps every key the contract allows, __proto__ included', async () => {
+      const id = await newContact();
+      expect(await call('PATCH', `/contacts/${id}`, '{"properties":{"__proto__":"kept","constructor":"too"}}')).toMatchObject({ status: 200 });
+      expect(JSON.parse(await (await server.request(`/contacts/${id}`)).text()).properties).toEqual(JSON.parse('{"__proto__":"kept","constructor":"too"}'));
+    });
+
+    it('keeps property values strings on create: null is refused there', async () => {
+      expect(await call('POST', '/contacts', { email: 'null-prop@example.com', properties: { a: null } })).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'The `properties.a` must be a string.' },
+      });
+    });
+  });
+
+  describe('finding 8: NUL and broken Unicode get the same 422 on both stores, naming the field', () => {
+    const NUL = '\u0000';
+    const email = (extra: Record<string, unknown> = {}) => ({ from: 'Acme <hi@acme.dev>', to: 'nul@example.com', subject: 'Hi', text: 'Hi', ...extra });
+    const refused = (field: string, name = 'validation_error') => ({
+      status: 422,
+      body: { statusCode: 422, name, message: `The \`${field}\` must not contain the NUL character.` },
+    });
+
+    it('in contact bodies: create and update', async () => {
+      expect(await call('POST', '/contacts', { email: 'n1@example.com', first_name: `a${NUL}b` })).toEqual(refused('first_name'));
+      expect(await call('POST', '/contacts', { email: 'n2@example.com', properties: { company: `x${NUL}` } })).toEqual(refused('properties.company'));
+      const id = await newContact();
+      expect(await call('PATCH', `/contacts/${id}`, { last_name: NUL })).toEqual(refused('last_name'));
+      expect(await call('PATCH', `/contacts/${id}`, { properties: { company: NUL } })).toEqual(refused('properties.company'));
+    });
+
+    it('in the path id of every resource, as invalid_parameter naming it', async () => {
+      const id = await newContact();
+      const nul = '%00';
+      for (const [method, path, parameter] of [
+        ['GET', `/contacts/${id}${nul}`, 'contact_id'],
+        ['GET', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['PATCH', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['DELETE', `/contacts/a${nul}@example.com`, 'contact_id'],
+        ['GET', `/broadcasts/${randomUUID()}${nul}`, 'broadcast_id'],
+        ['GET', `/emails/${randomUUID()}${nul}`, 'email_id'],
+        ['GET', `/templates/welcome${nul}`, 'template_id'],
+        ['POST', `/templates/welcome${nul}/publish`, 'template_id'],
+      ] as const) {
+        const res = await call(method, path, method === 'PATCH' ? { unsubscribed: true } : undefined);
+        expect(res, `${method} ${path}`).toMatchObject({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: expect.stringContaining(`\`${parameter}\``) } });
+      }
+      expect(await call('GET', `/contacts?after=${nul}`)).toMatchObject({ status: 422, body: { message: expect.stringContaining('`after`') } });
+    });
+
+    it('in single sends, templates and broadcasts', async () => {
+      expect(await call('POST', '/emails', email({ subject: `Hi${NUL}` }))).toEqual(refused('subject'));
+      expect(await call('POST', '/emails', email({ tags: [{ name: 'a', value: 'b' }], headers: { 'X-Ref': `1${NUL}` } }))).toEqual(refused('headers.X-Ref'));
+      expect(await call('POST', '/templates', { name: 'T', html: `<p>${NUL}</p>` })).toEqual(refused('html'));
+      expect(await call('POST', '/broadcasts', { segment_id: randomUUID(), from: 'a@acme.dev', subject: 'S', text: 'x', name: `n${NUL}` })).toEqual(refused('name'));
+    });
+
+    it('in batches: strict mode names emails[i], permissive mode reports that email and sends the rest', async () => {
+      const items = [email(), email({ html: `<p>${NUL}</p>` }), email()];
+      expect(await call('POST', '/emails/batch', items)).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'emails[1]: The `html` must not contain the NUL character.' },
+      });
+      const permissive = await call('POST', '/emails/batch', items, { 'x-batch-validation': 'permissive' });
+      expect(permissive).toEqual({
+        status: 200,
+        body: { data: [{ id: expect.any(String) }, { id: expect.any(String) }], errors: [{ index: 1, message: 'The `html` must not contain the NUL character.' }] },
+      });
+    });
+
+    it('refuses lone surrogates, which both stores would silently turn into U+FFFD (one or three)', async () => {
+      expect(await call('POST', '/contacts', '{"email":"s@example.com","first_name":"a\\ud800b"}')).toEqual({
+        status: 422,
+        body: { statusCode: 422, name: 'validation_error', message: 'The `first_name` must not contain a lone surrogate (it is not valid Unicode).' },
+      });
+    });
+
+    it('keeps other control characters, tabs and line breaks as given', async () => {
+      const id = await newContact({ first_name: 'tab\there', properties: { note: 'line\r\nbreak \u0001\u001f\u007f' } });
+      expect(await call('GET', `/contacts/${id}`)).toMatchObject({ body: { first_name: 'tab\there', properties: { note: 'line\r\nbreak \u0001\u001f\u007f' } } });
+    });
+  });
+
+  describe('finding 13: bodies nested deeper than 64 levels are refused before they are parsed', () => {
+    const refused = { status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is nested deeper than 64 levels.' } };
+
+    it('refuses a 3 MB body nested 1.5 million levels deep with 400 invalid_json', async () => {
+      const depth = 1_500_000;
+      expect(await call('POST', '/contacts', '['.repeat(depth) + ']'.repeat(depth))).toEqual(refused);
+      expect(await call('POST', '/emails/batch', '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000))).toEqual(refused);
+    });
+
+    it('skips strings exactly: escaped quotes, runs of backslashes, multi-byte characters', () => {
+      const deeperThanTwo = (json: string) => nestedDeeperThan(2, Buffer.from(json));
+      expect(deeperThanTwo('[[]]')).toBe(false);
+      expect(deeperThanTwo('[[[]]]')).toBe(true);
+      expect(deeperThanTwo('[["\\"[[["]]')).toBe(false);
+      expect(deeperThanTwo('[["\\\\"[]]]')).toBe(true);
+      expect(deeperThanTwo('["é[[[", {"k":"}]"}]')).toBe(false);
+      expect(deeperThanTwo('["unterminated [[[')).toBe(false);
+    });
+
+    it('counts only structure: 64 levels pass to the schema check, brackets inside strings do not count', async () => {
+      const nested = (levels: number) => `{"email":"deep@example.com","properties":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+      expect(await call('POST', '/contacts', nested(64))).toMatchObject({ status: 422, body: { message: 'The `properties` must be an object.' } });
+      expect(await call('POST', '/contacts', nested(65))).toEqual(refused);
+      const name = `"\\"${'[{'.repeat(60)}\\\\`;
+      expect(await call('POST', '/contacts', `{"email":"brackets@example.com","first_name":${name}"}`)).toMatchObject({ status: 201 });
+    });
+
+    it('counts the same in a UTF-16 body, and names a body of the wrong shape `body`', async () => {
+      const utf16 = { 'content-type': 'application/json; charset=utf-16le' };
+      const send = (text: string) => server.request('/contacts', { method: 'POST', headers: utf16, body: Buffer.from(text, 'utf16le') }).then(async (res) => ({ status: res.status, body: await res.json() }));
+      expect(await send('{"email":"wide@example.com","first_name":"Zoë"}')).toMatchObject({ status: 201 });
+      expect(await send('['.repeat(65) + ']'.repeat(65))).toEqual(refused);
+      expect(await call('POST', '/contacts', '[]')).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The `body` must be an object.' } });
+    });
+  });
+});

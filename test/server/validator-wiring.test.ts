@@ -1,0 +1,120 @@
+// One validation path: how createApp takes express-openapi-validator apart, pinned. These fail first if
+// an upgrade renames its middlewares, reorders them, or builds its Ajv with other options or formats.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { createRequestAjv, createResponseAjv } from 'express-openapi-validator/dist/framework/ajv/index.js';
+import { OpenApiValidator as Validator } from 'express-openapi-validator/dist/openapi.validator.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../../server/apiKeys.ts';
+import { validatorOptions, validatorParts } from '../../server/app.ts';
+import { AJV_OPTIONS, FORMATS, loadSpec } from '../../server/contract.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const spec = loadSpec();
+const ROUTING = ['pathParamsMiddleware', 'metadataMiddleware', 'securityMiddleware', 'multipartMiddleware'];
+
+describe('one validation path: the validator as createApp takes it apart', () => {
+  it('exports the middlewares createApp mounts apart, under these names, in this order', () => {
+    const list = OpenApiValidator.middleware(validatorOptions(spec));
+    expect(list.map((middleware) => middleware.name)).toEqual([...ROUTING, 'requestMiddleware', 'responseMiddleware']);
+    const { routing, checkRequest, checkResponse } = validatorParts(list);
+    expect(routing.map((middleware) => middleware.name)).toEqual(ROUTING);
+    expect([checkRequest.name, checkResponse.name]).toEqual(['requestMiddleware', 'responseMiddleware']);
+  });
+
+  it('builds its request and response Ajv with the options and the very format functions schemaCompiler uses', () => {
+    const { ajvOpts } = new Validator(validatorOptions(spec));
+    for (const [side, options, create] of [
+      ['request', ajvOpts.request, createRequestAjv],
+      ['response', ajvOpts.response, createResponseAjv],
+    ] as const) {
+      for (const [key, value] of Object.entries(AJV_OPTIONS)) {
+        if (key !== 'formats') expect((options as Record<string, unknown>)[key], `${side} ${key}`).toEqual(value);
+      }
+      const ajv = create(structuredClone(spec) as never, options);
+      for (const [name, format] of Object.entries(FORMATS)) expect(ajv.formats[name], `${side} format ${name}`).toBe(format);
+    }
+  });
+
+  it('every format the contract uses is one of those', () => {
+    const used = new Set<string>();
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(walk);
+      if (typeof node !== 'object' || node === null) return;
+      const { format, type } = node as { format?: unknown; type?: unknown };
+      if (typeof format === 'string' && type !== undefined) used.add(format);
+      Object.values(node).forEach(walk);
+    };
+    walk(spec);
+    expect([...used].sort()).toEqual(['date-time', 'email', 'uuid']);
+    for (const format of used) expect(FORMATS).toHaveProperty([format]);
+  });
+});
+
+const post = (target: TestServer, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  target.request(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then(async (res) => ({ status: res.status, body: await res.json() }));
+
+describe.each(backends)('one validation path: auth, triage and checks in order on %s', (backend) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+  });
+  afterAll(() => server.close());
+
+  it('judges the key before the body: 401 without one, 403 for a bad one, 401 restricted for a sending key', async () => {
+    const invalidBody = { nickname: 1 };
+    expect(await post(server, '/contacts', invalidBody, { authorization: '' })).toMatchObject({ status: 401, body: { name: 'missing_api_key' } });
+    expect(await post(server, '/contacts', invalidBody, { authorization: 'Bearer re_notakeynotakeynotakeynotakey00' })).toMatchObject({ status: 403, body: { name: 'invalid_api_key' } });
+    const { key } = await createKey(server.store, 'sender', 'sending_access');
+    expect(await post(server, '/contacts', invalidBody, { authorization: `Bearer ${key}` })).toMatchObject({ status: 401, body: { name: 'restricted_api_key' } });
+    expect((await post(server, '/contacts', invalidBody)).status).toBe(422);
+  });
+
+  it('routes before auth: an unknown path is 404 and a wrong method 405 without a key', async () => {
+    expect((await server.request('/audiences', { headers: { authorization: '' } })).status).toBe(404);
+    expect((await server.request('/contacts', { method: 'PUT', headers: { authorization: '' } })).status).toBe(405);
+  });
+
+  it('triages a batch before the whole-batch check: permissive mode sends the good email, strict names the bad one', async () => {
+    const good = { from: 'a@acme.dev', to: 'b@example.com', subject: 'Hi', text: 'Hi' };
+    const batch = [good, { to: 'b@example.com', subject: 'Hi', text: 'Hi', cc: 3 }];
+    expect(await post(server, '/emails/batch', batch, { 'x-batch-validation': 'permissive' })).toEqual({
+      status: 200,
+      body: { data: [{ id: expect.any(String) }], errors: [{ index: 1, message: 'The `cc` must be one address, or up to 50 of them.' }] },
+    });
+    expect(await post(server, '/emails/batch', batch)).toMatchObject({ status: 422, body: { message: 'emails[1]: The `cc` must be one address, or up to 50 of them.' } });
+  });
+
+});
+
+// Wiring, not storage: on SQLite only.
+describe('one validation path: responses from auth on are checked', () => {
+  let broken: TestServer;
+  let dir: string;
+  beforeAll(async () => {
+    // A contract whose 401 and batch result demand a field the server never sends: if those answers
+    // pass through the response check, they turn into logged 500s.
+    const strict: Record<string, any> = structuredClone(spec);
+    const demandHint = (schema: object) => ({ allOf: [schema], required: ['hint'] });
+    strict.components.responses.Unauthorized.content['application/json'].schema = demandHint({ $ref: '#/components/schemas/Error' });
+    strict.components.schemas.BatchResult = demandHint(strict.components.schemas.BatchResult);
+    dir = mkdtempSync(join(tmpdir(), 'mailroom-spec-'));
+    writeFileSync(join(dir, 'openapi.json'), JSON.stringify(strict));
+    broken = await startTestServer('sqlite', { spec: join(dir, 'openapi.json') });
+  });
+  afterAll(async () => {
+    await broken?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('checks the responses of auth and of batch triage against the contract, and a failure is a JSON 500', async () => {
+    const internal = { statusCode: 500, name: 'internal_server_error', message: 'An unexpected error occurred.' };
+    expect(await post(broken, '/contacts', { email: 'a@example.com' }, { authorization: '' })).toEqual({ status: 500, body: internal });
+    expect(await post(broken, '/emails/batch', [{ to: 'nobody' }], { 'x-batch-validation': 'permissive' })).toEqual({ status: 500, body: internal });
+    const failures = broken.logs.filter((line) => line.level === 50 && JSON.stringify(line.validation ?? '').includes('/response'));
+    expect(failures).toHaveLength(2);
+  });
+});
