@@ -1,32 +1,48 @@
 // The typed Mailroom client: openapi-fetch over the paths generated from openapi.yaml, plus the helpers
 // people expect (resource methods, walking every contact, retries). No Node-only imports: it runs in
 // browsers too.
-import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { components, operations, paths } from '../generated/schema.js';
-import { retryingFetch, type RetryOptions } from './retry.ts';
+// Relative imports say .js, not .ts: the published modules and declarations keep them as written.
+import createClient, { type Client, type FetchResponse, type Middleware } from 'openapi-fetch';
+import type { components, operations, paths } from './contract.js';
+import { retryingFetch, type RetryOptions } from './retry.js';
 
-export type { components, paths, RetryOptions };
+export type { components, operations, paths, RetryOptions };
 export type MailroomSchemas = components['schemas'];
 export type MailroomError = components['schemas']['Error'];
 
-type Schemas = components['schemas'];
-type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
-type Query<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
+type OperationId = keyof operations;
+type Body<Op extends OperationId> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type Query<Op extends OperationId> = NonNullable<operations[Op]['parameters']['query']>;
+
+/** The JSON body of an operation's 2xx response, as openapi-fetch types it. */
+export type OperationData<Op extends OperationId> = NonNullable<FetchResponse<operations[Op], {}, 'application/json'>['data']>;
 
 /** What every call returns: openapi-fetch's result, with `error` the contract's Error. */
 export type Result<T> = { data: T; error?: undefined; response: Response } | { data?: undefined; error: MailroomError; response: Response };
 
-export type StrictBatchResult = Omit<Schemas['BatchResult'], 'errors'>;
-export type PermissiveBatchResult = Schemas['BatchResult'] & { errors: Schemas['BatchItemError'][] };
+/**
+ * What the helper for one operation returns. Helpers return openapi-fetch's own inferred result under
+ * this annotation, with no cast: naming another operation's result is a compile error.
+ */
+export type OperationResult<Op extends OperationId> = Result<OperationData<Op>>;
+
+export type StrictBatchResult = Omit<OperationData<'sendBatchEmails'>, 'errors'>;
+export type PermissiveBatchResult = OperationData<'sendBatchEmails'> & { errors: NonNullable<OperationData<'sendBatchEmails'>['errors']> };
 
 export interface MailroomClientOptions {
   /** Defaults to the MAILROOM_API_KEY environment variable where there is one. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   baseUrl: string;
   /** A fetch implementation; defaults to the global one. */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /** Retry 429s, and 5xx or network errors where repeating is safe; sends then carry an Idempotency-Key. */
-  retry?: boolean | RetryOptions;
+  retry?: boolean | RetryOptions | undefined;
+}
+
+/** Per-send options. */
+export interface SendOptions {
+  /** A retry with the same key and body within 24 hours gets the first answer; nothing is sent twice. */
+  idempotencyKey?: string | undefined;
 }
 
 export type MailroomClient = ReturnType<typeof createMailroomClient>;
@@ -39,20 +55,24 @@ export class MailroomApiError extends Error {
 }
 
 export function createMailroomClient(options: MailroomClientOptions) {
-  const apiKey = options.apiKey ?? (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.MAILROOM_API_KEY;
+  const apiKey = options.apiKey ?? (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.['MAILROOM_API_KEY'];
   if (!apiKey) throw new Error('Mailroom: no API key. Pass `apiKey`, or set MAILROOM_API_KEY.');
   const baseFetch = options.fetch ?? globalThis.fetch;
   const fetch = options.retry ? retryingFetch(baseFetch, options.retry === true ? {} : options.retry) : baseFetch;
   const api: Client<paths, 'application/json'> = createClient<paths, 'application/json'>({ baseUrl: options.baseUrl, fetch });
   api.use(bearer(apiKey));
-  const result = <T>(call: Promise<unknown>) => call as Promise<Result<T>>;
   // With retries on, every send carries a key, so that a retried send is never sent twice.
   const keyFor = (given?: string) => given ?? (options.retry ? globalThis.crypto.randomUUID() : undefined);
+  const idempotency = (given?: string) => {
+    const key = keyFor(given);
+    return key ? { 'Idempotency-Key': key } : {};
+  };
 
+  // Each helper's return type names its operation; the value is openapi-fetch's inferred result, uncast.
   const contacts = {
-    list: (query: Query<'listContacts'> = {}) => result<Schemas['ContactList']>(api.GET('/contacts', { params: { query } })),
+    list: (query: Query<'listContacts'> = {}): Promise<OperationResult<'listContacts'>> => api.GET('/contacts', { params: { query } }),
     /** Every contact, newest first, fetched a page at a time with `after` cursors. */
-    async *listAll({ pageSize = 100 }: { pageSize?: number } = {}): AsyncGenerator<Schemas['Contact']> {
+    async *listAll({ pageSize = 100 }: { pageSize?: number | undefined } = {}): AsyncGenerator<OperationData<'getContact'>> {
       let after: string | undefined;
       for (;;) {
         const { data, error } = await contacts.list({ limit: pageSize, ...(after && { after }) });
@@ -62,42 +82,47 @@ export function createMailroomClient(options: MailroomClientOptions) {
         after = data.data.at(-1)!.id;
       }
     },
-    create: (body: Body<'createContact'>) => result<Schemas['ContactRef']>(api.POST('/contacts', { body })),
-    get: (idOrEmail: string) => result<Schemas['Contact']>(api.GET('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } } })),
-    update: (idOrEmail: string, body: Body<'updateContact'>) =>
-      result<Schemas['ContactRef']>(api.PATCH('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } }, body })),
-    remove: (idOrEmail: string) => result<Schemas['DeletedContact']>(api.DELETE('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } } })),
+    create: (body: Body<'createContact'>): Promise<OperationResult<'createContact'>> => api.POST('/contacts', { body }),
+    get: (idOrEmail: string): Promise<OperationResult<'getContact'>> =>
+      api.GET('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } } }),
+    update: (idOrEmail: string, body: Body<'updateContact'>): Promise<OperationResult<'updateContact'>> =>
+      api.PATCH('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } }, body }),
+    remove: (idOrEmail: string): Promise<OperationResult<'deleteContact'>> =>
+      api.DELETE('/contacts/{contact_id}', { params: { path: { contact_id: idOrEmail } } }),
   };
 
-  function sendBatch(items: Body<'sendBatchEmails'>, options: { validation: 'permissive'; idempotencyKey?: string }): Promise<Result<PermissiveBatchResult>>;
-  function sendBatch(items: Body<'sendBatchEmails'>, options?: { validation?: 'strict'; idempotencyKey?: string }): Promise<Result<StrictBatchResult>>;
-  function sendBatch(items: Body<'sendBatchEmails'>, { validation = 'strict', idempotencyKey }: { validation?: 'strict' | 'permissive'; idempotencyKey?: string } = {}) {
-    const key = keyFor(idempotencyKey);
-    const header = { 'x-batch-validation': validation, ...(key && { 'Idempotency-Key': key }) };
-    return result(api.POST('/emails/batch', { params: { header }, body: items }));
+  // The contract states one result for both modes; `x-batch-validation` decides whether `errors` is there.
+  function sendBatch(items: Body<'sendBatchEmails'>, options: SendOptions & { validation: 'permissive' }): Promise<Result<PermissiveBatchResult>>;
+  function sendBatch(items: Body<'sendBatchEmails'>, options?: SendOptions & { validation?: 'strict' | undefined }): Promise<Result<StrictBatchResult>>;
+  function sendBatch(
+    items: Body<'sendBatchEmails'>,
+    { validation = 'strict', idempotencyKey }: SendOptions & { validation?: 'strict' | 'permissive' | undefined } = {},
+  ): Promise<OperationResult<'sendBatchEmails'>> {
+    return api.POST('/emails/batch', { params: { header: { 'x-batch-validation': validation, ...idempotency(idempotencyKey) } }, body: items });
   }
 
   const emails = {
-    send: (email: Body<'sendEmail'>, { idempotencyKey }: { idempotencyKey?: string } = {}) => {
-      const key = keyFor(idempotencyKey);
-      return result<Schemas['EmailId']>(api.POST('/emails', { params: { header: key ? { 'Idempotency-Key': key } : {} }, body: email }));
-    },
+    send: (email: Body<'sendEmail'>, { idempotencyKey }: SendOptions = {}): Promise<OperationResult<'sendEmail'>> =>
+      api.POST('/emails', { params: { header: idempotency(idempotencyKey) }, body: email }),
     sendBatch,
-    get: (id: string) => result<Schemas['Email']>(api.GET('/emails/{email_id}', { params: { path: { email_id: id } } })),
+    get: (id: string): Promise<OperationResult<'getEmail'>> => api.GET('/emails/{email_id}', { params: { path: { email_id: id } } }),
   };
 
   const broadcasts = {
-    create: (body: Body<'createBroadcast'>) => result<Schemas['BroadcastRef']>(api.POST('/broadcasts', { body })),
-    get: (id: string) => result<Schemas['Broadcast']>(api.GET('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: id } } })),
+    create: (body: Body<'createBroadcast'>): Promise<OperationResult<'createBroadcast'>> => api.POST('/broadcasts', { body }),
+    get: (id: string): Promise<OperationResult<'getBroadcast'>> =>
+      api.GET('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: id } } }),
   };
 
   const templates = {
-    create: (body: Body<'createTemplate'>) => result<Schemas['TemplateRef']>(api.POST('/templates', { body })),
-    get: (idOrAlias: string) => result<Schemas['Template']>(api.GET('/templates/{template_id}', { params: { path: { template_id: idOrAlias } } })),
-    publish: (idOrAlias: string) => result<Schemas['TemplateRef']>(api.POST('/templates/{template_id}/publish', { params: { path: { template_id: idOrAlias } } })),
+    create: (body: Body<'createTemplate'>): Promise<OperationResult<'createTemplate'>> => api.POST('/templates', { body }),
+    get: (idOrAlias: string): Promise<OperationResult<'getTemplate'>> =>
+      api.GET('/templates/{template_id}', { params: { path: { template_id: idOrAlias } } }),
+    publish: (idOrAlias: string): Promise<OperationResult<'publishTemplate'>> =>
+      api.POST('/templates/{template_id}/publish', { params: { path: { template_id: idOrAlias } } }),
   };
 
-  const health = () => result<Schemas['Health']>(api.GET('/health'));
+  const health = (): Promise<OperationResult<'getHealth'>> => api.GET('/health');
 
   // The raw openapi-fetch client (GET, POST, …) stays available beside the helpers.
   return Object.assign(api, { contacts, emails, broadcasts, templates, health });

@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMailroomClient, type MailroomClient } from '../client/index.ts';
+import { createMailroomClient, type MailroomClient, type OperationResult } from '../client/index.ts';
 
 type Recorded = { method: string; url: string; headers: IncomingMessage['headers']; body: string };
 const received: Recorded[] = [];
@@ -72,5 +72,16 @@ describe('createMailroomClient', () => {
     expect(data?.audienceId).toBeUndefined();
     // @ts-expect-error the path parameter is `broadcast_id`
     await client.GET('/broadcasts/{broadcast_id}', { params: { path: { id } } });
+  });
+
+  it("types each helper's result by its operation: claiming another operation's result does not compile", async () => {
+    // Helpers are written this way: the raw call's inferred result under the operation's annotation, uncast.
+    const getContact = (id: string): Promise<OperationResult<'getContact'>> => client.GET('/contacts/{contact_id}', { params: { path: { contact_id: id } } });
+    // @ts-expect-error a contact is not a broadcast
+    const misnamed = (id: string): Promise<OperationResult<'getBroadcast'>> => client.GET('/contacts/{contact_id}', { params: { path: { contact_id: id } } });
+    const helper: (id: string) => Promise<OperationResult<'getContact'>> = client.contacts.get;
+    // @ts-expect-error the contacts.get helper answers a contact
+    const wrong: (id: string) => Promise<OperationResult<'getBroadcast'>> = client.contacts.get;
+    expect([getContact, misnamed, helper, wrong].every((f) => typeof f === 'function')).toBe(true);
   });
 });
