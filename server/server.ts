@@ -26,7 +26,7 @@ export async function startServer(
   const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const spec = loadSpec(options.spec ?? specPath);
   await assertValidSpec(spec);
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
   try {
     const createdKey = await ensureKey(store, config.apiKey);
     const app = createApp({ spec, store, logger, config, extraRoutes: options.extraRoutes });

@@ -43,9 +43,15 @@ export class ContactStore {
     return this.db.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
   }
 
+  /**
+   * Read-modify-write: `change` sees the stored contact and returns what to set. Concurrent updates of
+   * one contact take turns, each seeing the one before: on PostgreSQL the row is locked as it is read;
+   * on SQLite the transaction holds the write lock from its start (see database.ts).
+   */
   async update(by: 'id' | 'email_key', value: string, change: (current: ContactRecord) => ContactChanges): Promise<ContactRecord | undefined> {
     return this.db.transaction().execute(async (tx) => {
-      const current = await tx.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
+      const read = tx.selectFrom('contacts').selectAll().where(by, '=', value);
+      const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
       return tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
     });
