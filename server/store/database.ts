@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver, type Generated } from 'kysely';
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { pino, type Logger } from 'pino';
@@ -99,6 +99,8 @@ export interface EmailTable {
   last_error: string | null;
   created_at: string;
   updated_at: string;
+  /** Names the claim that holds the email, while one does; set by the outbox, never on insert. */
+  lease_token: Generated<string | null>;
 }
 
 export interface CapturedMessageTable {
