@@ -1,5 +1,4 @@
 // Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
-import SqliteDatabase from 'better-sqlite3';
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { ContactTable, Database, Tables } from './database.ts';
 
@@ -75,23 +74,20 @@ export class ContactStore {
   }
 
   /**
-   * Every contact beyond the cursor, newest first, read from a database cursor so that memory does not
-   * grow with the number of contacts. On SQLite the stream reads through its own connection (WAL lets it
-   * see one snapshot while writers go on), so a slow reader never holds up the shared connection.
+   * Every contact beyond the cursor, newest first, read in keyset chunks of `chunk` rows: one short
+   * query per chunk, so no database connection is held while the caller (a client reading a long
+   * response) takes its time, and memory holds one chunk at most.
    */
   async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
-    const query = (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc');
-    if (this.database.dialect === 'postgres') {
-      yield* query.stream(chunk);
-      return;
-    }
-    const { sql, parameters } = query.compile();
-    const reader = new SqliteDatabase(this.database.sqliteFile!, { readonly: true });
-    reader.pragma('cache_size = -2000'); // one pass over the rows: a small page cache does as well
-    try {
-      yield* reader.prepare(sql).iterate(...(parameters as unknown[])) as Iterable<ListedContact>;
-    } finally {
-      reader.close();
+    const beyondCursor = await this.after(cursor);
+    let last: ListedContact | undefined;
+    for (;;) {
+      const from = last;
+      const query = from ? beyondCursor.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(from.created_at, from.id))) : beyondCursor;
+      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(chunk).execute();
+      yield* rows;
+      if (rows.length < chunk) return;
+      last = rows.at(-1);
     }
   }
 

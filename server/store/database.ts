@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver, type Generated } from 'kysely';
 import pg from 'pg';
-import Cursor from 'pg-cursor';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
 
@@ -134,8 +133,6 @@ export interface Tables {
 export interface Database {
   db: Kysely<Tables>;
   dialect: DialectName;
-  /** For SQLite, the file; streams open their own read connection on it. */
-  sqliteFile?: string;
   close(): Promise<void>;
 }
 
@@ -164,13 +161,12 @@ const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
 function openSqlite(dataDir: string): Database {
   mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, 'mailroom.sqlite');
-  const sqlite = new SqliteDatabase(file);
+  const sqlite = new SqliteDatabase(join(dataDir, 'mailroom.sqlite'));
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', sqliteFile: file, close: () => db.destroy() };
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
 /**
@@ -227,7 +223,7 @@ function openPostgres(connectionString: string, options: DatabaseOptions, logger
   // One that breaks while checked out fails the query that is using it, or the next one; the pool then
   // drops it. This listener only keeps the event from being an uncaught exception.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }
 

@@ -4,7 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
+import type { ContactRecord } from '../../server/store/contacts.ts';
+import type { Store } from '../../server/store/index.ts';
 import { POSTGRES_URL, postgresSchema } from '../support/backends.ts';
+import { TEST_KEY } from '../support/server.ts';
 
 /** A fresh schema whose connection URL sets an application_name that no one else uses. */
 export async function namedSchema(): Promise<{ url: string; applicationName: string; drop: () => Promise<void> }> {
@@ -116,3 +119,20 @@ export async function eventually(check: () => Promise<boolean>, what: string, tr
   }
   throw new Error(`never happened: ${what}`);
 }
+
+/** Contacts of about 800 bytes each: 20,000 of them are far more than socket buffers hold. */
+export async function seedContacts(server: { store: Store }, count: number): Promise<void> {
+  const padding = 'x'.repeat(600);
+  const base = Date.parse('2026-01-01T00:00:00.000Z');
+  for (let i = 0; i < count; i += 500) {
+    const rows: ContactRecord[] = Array.from({ length: Math.min(500, count - i) }, (_, j) => {
+      const n = i + j;
+      const at = new Date(base + n * 1000).toISOString();
+      return { id: randomUUID(), email: `bulk${n}@example.com`, email_key: `bulk${n}@example.com`, first_name: null, last_name: null, unsubscribed: 0, properties: JSON.stringify({ padding }), created_at: at, updated_at: at };
+    });
+    await server.store.database.db.insertInto('contacts').values(rows).execute();
+  }
+}
+
+/** The request line and headers of an unpaginated list, with the test key. */
+export const listRequest = (path = '/contacts') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TEST_KEY}\r\n\r\n`;
