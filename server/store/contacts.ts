@@ -26,15 +26,18 @@ export class ContactStore {
 
   /** Inserts the contact unless its email exists; returns the stored contact and whether it is new. */
   async insertUnlessExists(record: ContactRecord): Promise<{ record: ContactRecord; created: boolean }> {
-    const inserted = await this.db
-      .insertInto('contacts')
-      .values(record)
-      .onConflict((oc) => oc.column('email_key').doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (inserted) return { record: inserted, created: true };
-    const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirstOrThrow();
-    return { record: existing, created: false };
+    for (;;) {
+      const inserted = await this.db
+        .insertInto('contacts')
+        .values(record)
+        .onConflict((oc) => oc.column('email_key').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { record: inserted, created: true };
+      const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirst();
+      if (existing) return { record: existing, created: false };
+      // Deleted between the two statements: the email is free again, so try the insert once more.
+    }
   }
 
   /** Finds a contact by id, or by its lower-cased email when `by` says so. */

@@ -167,6 +167,23 @@ describe.each(backends)('finding 7: concurrent PATCHes on %s', (backend: Backend
     const contact = await (await server.request(`/contacts/${id}`)).json();
     expect(Object.keys(contact.properties)).toHaveLength(20);
   });
+
+  it('answers every create and delete of one email racing each other, none with 500', async () => {
+    const email = `race-${randomUUID()}@example.com`;
+    const statuses: number[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, lane) => {
+        for (let n = 0; n < 40; n++) {
+          const res =
+            lane % 2
+              ? await server.request(`/contacts/${email}`, { method: 'DELETE' })
+              : await server.request('/contacts', { method: 'POST', headers: json, body: JSON.stringify({ email }) });
+          statuses.push(res.status);
+        }
+      }),
+    );
+    expect(statuses.filter((s) => ![200, 201, 404].includes(s))).toEqual([]);
+  });
 });
 
 describe.skipIf(!backends.includes('postgres'))('migrations on a PostgreSQL database shared with other schemas', () => {
