@@ -64,14 +64,15 @@ export async function startServer(
 
 /** Every wait on a client is bounded: for its headers, its whole request, and its next request. */
 function listen(app: express.Express, config: Config): Promise<Server> {
-  const headersTimeout = Math.min(config.headersTimeoutMs, config.requestTimeoutMs);
+  // Node refuses a headers timeout longer than the request timeout; 0 turns either off.
+  const headersTimeout = config.requestTimeoutMs > 0 && config.headersTimeoutMs > 0 ? Math.min(config.headersTimeoutMs, config.requestTimeoutMs) : config.headersTimeoutMs;
   const server = createServer(
     {
       headersTimeout,
       requestTimeout: config.requestTimeoutMs,
       keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the first two every 30 s by default: far too coarse for timeouts of a few seconds.
-      connectionsCheckingInterval: Math.min(1000, headersTimeout),
+      connectionsCheckingInterval: Math.min(1000, headersTimeout || 1000),
     },
     app,
   );

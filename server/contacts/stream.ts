@@ -15,7 +15,7 @@ export type ContactStream = (res: Response, records: AsyncIterable<ListedContact
 const ROWS_PER_TURN = 200;
 
 export interface StreamOptions {
-  /** How long a write may wait for the client to read before the response is cut off. */
+  /** How long a write may wait for the client to read before the response is cut off; 0 waits forever. */
   stallTimeoutMs: number;
   logger: Logger;
 }
@@ -45,7 +45,7 @@ export function contactStream(validateContact: ValidateFunction, { stallTimeoutM
   };
 }
 
-/** Resolves true once the client has read what was written (or is gone), false if not within `timeoutMs`. */
+/** Resolves true once the client has read what was written (or is gone), false if not within `timeoutMs` (if not 0). */
 function drained(res: Response, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
     const finish = (inTime: boolean) => {
@@ -55,7 +55,7 @@ function drained(res: Response, timeoutMs: number): Promise<boolean> {
       resolve(inTime);
     };
     const onDrain = () => finish(true);
-    const timer = setTimeout(() => finish(false), timeoutMs);
+    const timer = timeoutMs > 0 ? setTimeout(() => finish(false), timeoutMs) : undefined;
     res.on('drain', onDrain);
     res.on('close', onDrain);
   });
