@@ -3,7 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type Driver, type Generated } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type DatabaseIntrospector, type Driver, type Generated, type TableMetadata } from 'kysely';
 import pg from 'pg';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
@@ -223,7 +223,7 @@ function openPostgres(connectionString: string, options: DatabaseOptions, logger
   // One that breaks while checked out fails the query that is using it, or the next one; the pool then
   // drops it. This listener only keeps the event from being an uncaught exception.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
 }
 
@@ -240,5 +240,28 @@ class TimeoutClosingClient extends pg.Client {
       });
     }
     return result;
+  }
+}
+
+/**
+ * kysely's migrator finds its bookkeeping tables through the dialect's introspection, which on
+ * PostgreSQL reads every schema in the database: it takes another schema's tables for this one's, and
+ * fails outright when another schema is dropped while it reads (a database shared by several Mailroom
+ * schemas, as the tests share one, meets both). Introspection here sees the connection's schema only.
+ */
+class OwnSchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const getTables = async (): Promise<TableMetadata[]> => {
+      const { rows } = await sql<{ name: string; schema: string; type: string }>`
+        select table_name as name, table_schema as schema, table_type as type
+        from information_schema.tables where table_schema = current_schema()`.execute(db);
+      // The migrator needs names only; columns are not read.
+      return rows.map((row) => ({ name: row.name, schema: row.schema, isView: row.type === 'VIEW', columns: [] }));
+    };
+    return {
+      getSchemas: async () => (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows,
+      getTables,
+      getMetadata: async () => ({ tables: await getTables() }),
+    };
   }
 }

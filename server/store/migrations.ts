@@ -138,10 +138,7 @@ function migrations(dialect: DialectName): Record<string, Migration> {
 }
 
 export async function migrate(db: Kysely<any>, dialect: DialectName): Promise<void> {
-  // kysely looks for its own tables in every schema it can see unless told which one: a database that
-  // holds other Mailroom schemas (tests make one each) would otherwise skip creating them in this one.
-  const schema = dialect === 'postgres' ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) }, ...(schema && { migrationTableSchema: schema }) });
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../server/store/index.ts';
-import { backends, type Backend } from '../support/backends.ts';
+import pg from 'pg';
+import { backends, POSTGRES_URL, type Backend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { eventually, namedSchema, postgresProxy, terminateBackends, backendCount } from './faults.ts';
 
@@ -199,6 +200,37 @@ describe.skipIf(!backends.includes('postgres'))('migrations on a PostgreSQL data
       await first.close();
       await other.drop();
       await mine.drop();
+    }
+  });
+
+  it('are not disturbed by other schemas being created and dropped while they run', async () => {
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    const churnName = `mailroom_churn_${randomUUID().slice(0, 8)}`;
+    let churning = true;
+    const churn = (async () => {
+      // Schemas with many columns, so that reading every schema's tables takes a while, dropped one by one.
+      const columns = Array.from({ length: 200 }, (_, c) => `c${c} int`).join(', ');
+      let n = 0;
+      for (; churning; n++) {
+        await admin.query(`create schema ${churnName}_${n}; create table ${churnName}_${n}.t (${columns})`);
+        if (n >= 5) await admin.query(`drop schema ${churnName}_${n - 5} cascade`);
+      }
+      for (let left = Math.max(0, n - 5); left < n; left++) await admin.query(`drop schema if exists ${churnName}_${left} cascade`);
+    })();
+    try {
+      for (let n = 0; n < 10; n++) {
+        const schema = await namedSchema();
+        try {
+          await (await openStore({ databaseUrl: schema.url, dataDir: tmpdir() })).close();
+        } finally {
+          await schema.drop();
+        }
+      }
+    } finally {
+      churning = false;
+      await churn;
+      await admin.end();
     }
   });
 });
