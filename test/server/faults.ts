@@ -46,6 +46,9 @@ export interface PostgresProxy {
   down(): Promise<void>;
   /** Listens again on the same port. */
   up(): Promise<void>;
+  /** Stops passing bytes either way, as a server or network that hangs; thaw() passes them again. */
+  freeze(): void;
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ export interface PostgresProxy {
 export async function postgresProxy(): Promise<PostgresProxy> {
   const target = new URL(POSTGRES_URL);
   const sockets = new Set<Socket>();
+  let frozen = false;
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
     for (const socket of [client, upstream]) {
@@ -64,6 +68,7 @@ export async function postgresProxy(): Promise<PostgresProxy> {
       });
     }
     client.pipe(upstream).pipe(client);
+    if (frozen) for (const socket of [client, upstream]) socket.pause();
   });
   const listen = (port: number) => new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', () => resolve()));
   await listen(0);
@@ -82,6 +87,14 @@ export async function postgresProxy(): Promise<PostgresProxy> {
     },
     down,
     up: () => listen(port),
+    freeze: () => {
+      frozen = true;
+      for (const socket of sockets) socket.pause();
+    },
+    thaw: () => {
+      frozen = false;
+      for (const socket of sockets) socket.resume();
+    },
     close: () => (server.listening ? down() : Promise.resolve()),
   };
 }

@@ -85,6 +85,34 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: health while Postgre
   });
 });
 
+describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server that stops answering', () => {
+  let server: TestServer;
+  let proxy: Awaited<ReturnType<typeof postgresProxy>>;
+  let schema: Awaited<ReturnType<typeof namedSchema>>;
+  beforeAll(async () => {
+    schema = await namedSchema();
+    proxy = await postgresProxy();
+    server = await startTestServer('postgres', { config: { databaseUrl: proxy.via(schema.url), databaseStatementTimeoutMs: 300, databaseConnectTimeoutMs: 1000 } });
+  });
+  afterAll(async () => {
+    proxy.thaw();
+    await server.close();
+    await proxy.close();
+    await schema.drop();
+  });
+
+  it('fails requests after the query timeout instead of hanging, and recovers when it answers again', async () => {
+    expect((await server.request('/contacts?limit=1')).status).toBe(200);
+    proxy.freeze();
+    const [page, health] = await Promise.all([server.request('/contacts?limit=1'), server.request('/health')]);
+    expect(page.status).toBe(500);
+    expect(health.status).toBe(503);
+    proxy.thaw();
+    await eventually(async () => (await server.request('/health')).status === 200, 'health answers 200 again');
+    expect((await server.request('/contacts?limit=1')).status).toBe(200);
+  });
+});
+
 describe('finding 6: SQLite shared with a delivery thread', () => {
   let server: TestServer;
   beforeAll(async () => {
