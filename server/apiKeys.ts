@@ -22,25 +22,22 @@ export const hashKey = (key: string): Buffer => createHash('sha256').update(key)
 
 export async function createKey(store: Store, name: string, permission: Permission, key = generateKey()): Promise<{ id: string; key: string }> {
   const id = randomUUID();
-  await store.apiKeys.insert({
-    id,
-    name,
-    permission,
-    key_hash: hashKey(key).toString('hex'),
-    key_hint: key.slice(0, 7),
-    created_at: new Date().toISOString(),
-    revoked_at: null,
-  });
+  await store.apiKeys.insert(keyRecord(id, name, permission, key));
   return { id, key };
+}
+
+function keyRecord(id: string, name: string, permission: Permission, key: string): ApiKeyRecord {
+  return { id, name, permission, key_hash: hashKey(key).toString('hex'), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null };
 }
 
 /**
  * At start: seeds MAILROOM_API_KEY when it is set and not yet stored; otherwise, on a store with no
- * keys at all, creates one and returns it so that it can be printed once.
+ * keys at all, creates one and returns it so that it can be printed once. Several processes starting
+ * together on one database may all seed the same key: the first insert wins, the others find it there.
  */
 export async function ensureKey(store: Store, seed: string | undefined): Promise<string | undefined> {
   if (seed) {
-    if (!(await store.apiKeys.findByHash(hashKey(seed).toString('hex')))) await createKey(store, 'MAILROOM_API_KEY', 'full_access', seed);
+    await store.apiKeys.insertUnlessExists(keyRecord(randomUUID(), 'MAILROOM_API_KEY', 'full_access', seed));
     return undefined;
   }
   if ((await store.apiKeys.count()) > 0) return undefined;

@@ -38,7 +38,7 @@ export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs'>;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
@@ -61,7 +61,7 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));
-  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact')), compile('/components/schemas/ContactProperties')));
+  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger }), compile('/components/schemas/ContactProperties')));
   app.use('/broadcasts', broadcastRoutes(store));
   app.use('/emails', emailRoutes(store));
   app.use('/templates', templateRoutes(store));

@@ -21,6 +21,18 @@ export interface Config {
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
   delivery: DeliveryOptions;
+  /** How long a client may take to send its request headers, and its whole request. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
+  /** How long a streamed response waits for a client that reads nothing before cutting it off. */
+  streamStallTimeoutMs: number;
+  /** On SIGTERM, how long requests in flight may take before their connections are closed. */
+  shutdownGraceMs: number;
+  /** PostgreSQL: how long to wait for a pooled connection, and for one statement. */
+  databaseConnectTimeoutMs: number;
+  databaseStatementTimeoutMs: number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -41,6 +53,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryBaseMs: integer(env.DELIVERY_RETRY_BASE_MS, DEFAULT_DELIVERY.retryBaseMs, 'DELIVERY_RETRY_BASE_MS'),
       leaseMs: integer(env.DELIVERY_LEASE_MS, DEFAULT_DELIVERY.leaseMs, 'DELIVERY_LEASE_MS'),
     },
+    headersTimeoutMs: integer(env.HEADERS_TIMEOUT_MS, 10_000, 'HEADERS_TIMEOUT_MS'),
+    requestTimeoutMs: integer(env.REQUEST_TIMEOUT_MS, 30_000, 'REQUEST_TIMEOUT_MS'),
+    keepAliveTimeoutMs: integer(env.KEEP_ALIVE_TIMEOUT_MS, 5_000, 'KEEP_ALIVE_TIMEOUT_MS'),
+    streamStallTimeoutMs: integer(env.STREAM_STALL_TIMEOUT_MS, 30_000, 'STREAM_STALL_TIMEOUT_MS'),
+    shutdownGraceMs: integer(env.SHUTDOWN_GRACE_MS, 10_000, 'SHUTDOWN_GRACE_MS'),
+    databaseConnectTimeoutMs: integer(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
+    databaseStatementTimeoutMs: integer(env.DATABASE_STATEMENT_TIMEOUT_MS, 30_000, 'DATABASE_STATEMENT_TIMEOUT_MS'),
   };
 }
 

@@ -8,18 +8,32 @@ import { openStore } from './store/index.ts';
 const USAGE = `usage:
   npm run keys -- create --name NAME [--permission full_access|sending_access]
   npm run keys -- list
-  npm run keys -- revoke ID`;
-
-const { positionals, values } = parseArgs({
-  allowPositionals: true,
-  options: { name: { type: 'string' }, permission: { type: 'string', default: 'full_access' } },
-});
-const [command, id] = positionals;
+  npm run keys -- revoke ID
+  npm run keys -- --help`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
   process.exit(2);
 }
+
+function parse() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { name: { type: 'string' }, permission: { type: 'string', default: 'full_access' }, help: { type: 'boolean', short: 'h' } },
+    });
+  } catch (error) {
+    // parseArgs explains what was wrong in one line; the stack trace would only bury it.
+    return fail((error as Error).message);
+  }
+}
+
+const { positionals, values } = parse();
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+const [command, id] = positionals;
 
 const store = await openStore(loadConfig());
 try {

@@ -1,15 +1,18 @@
 // `npm start`: runs the server, and the delivery worker in a thread, until SIGTERM or SIGINT; then
-// stops taking requests, finishes those in flight and the messages in hand, and closes the store.
-import { once } from 'node:events';
+// stops taking requests, finishes those in flight and the messages in hand (each for up to
+// SHUTDOWN_GRACE_MS), and closes the store.
 import { Worker } from 'node:worker_threads';
 import { loadConfig } from './config.ts';
+import { superviseThread } from './delivery/thread.ts';
 import { startServer } from './server.ts';
 
 try {
   const config = loadConfig();
   const running = await startServer(config);
   // Beside main.js in the build; the thread reads the same environment.
-  const delivery = config.deliveryWorker ? new Worker(new URL('./worker.js', import.meta.url)) : undefined;
+  const delivery = config.deliveryWorker
+    ? superviseThread(() => new Worker(new URL('./worker.js', import.meta.url)), running.logger.child({ role: 'supervisor' }))
+    : undefined;
   if (running.createdKey) {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);
   }
@@ -17,12 +20,14 @@ try {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await running.close();
-    if (delivery) {
-      delivery.postMessage('stop');
-      await once(delivery, 'exit');
+    try {
+      await Promise.all([running.close(), delivery?.stop(config.shutdownGraceMs)]);
+      running.logger.flush();
+      process.exit(0);
+    } catch (error) {
+      process.stderr.write(`Mailroom did not stop cleanly: ${(error as Error).message}\n`);
+      process.exit(1);
     }
-    process.exit(0);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

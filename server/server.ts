@@ -1,5 +1,5 @@
 // Starts a whole Mailroom server: contract check, store and migrations, first key, HTTP listener.
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { pino, type Logger } from 'pino';
@@ -12,9 +12,13 @@ import { openStore, type Store } from './store/index.ts';
 export interface RunningServer {
   url: string;
   store: Store;
+  logger: Logger;
   /** A key created because the store had none; print it once. */
   createdKey: string | undefined;
-  /** Stops taking connections, lets in-flight requests finish, then closes the store. */
+  /**
+   * Stops taking connections and lets in-flight requests finish, for up to SHUTDOWN_GRACE_MS; then
+   * closes the connections still open (a client that never reads its response, say) and the store.
+   */
   close(): Promise<void>;
 }
 
@@ -26,23 +30,28 @@ export async function startServer(
   const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const spec = loadSpec(options.spec ?? specPath);
   await assertValidSpec(spec);
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
   try {
     const createdKey = await ensureKey(store, config.apiKey);
     const app = createApp({ spec, store, logger, config, extraRoutes: options.extraRoutes });
-    const server = await listen(app, config.port, config.host);
+    const server = await listen(app, config);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host}:${port}`;
     logger.info({ url, database: store.database.dialect }, 'Mailroom is listening');
     return {
       url,
       store,
+      logger,
       createdKey,
       close: async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const grace = setTimeout(() => {
+          logger.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: closing the connections still open');
+          server.closeAllConnections();
+        }, config.shutdownGraceMs);
+        await closed;
+        clearTimeout(grace);
         await store.close();
         logger.flush();
       },
@@ -53,8 +62,25 @@ export async function startServer(
   }
 }
 
-function listen(app: express.Express, port: number, host: string): Promise<Server> {
+/** Every wait on a client is bounded: for its headers, its whole request, and its next request. */
+function listen(app: express.Express, config: Config): Promise<Server> {
+  // Node refuses a headers timeout longer than the request timeout; 0 turns either off.
+  const headersTimeout = config.requestTimeoutMs > 0 && config.headersTimeoutMs > 0 ? Math.min(config.headersTimeoutMs, config.requestTimeoutMs) : config.headersTimeoutMs;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: config.requestTimeoutMs,
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      // Node checks the first two every 30 s by default: far too coarse for timeouts of a few seconds.
+      connectionsCheckingInterval: Math.min(1000, headersTimeout || 1000),
+    },
+    app,
+  );
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host, (error?: Error) => (error ? reject(error) : resolve(server)));
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
   });
 }

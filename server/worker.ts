@@ -10,7 +10,7 @@ import { openStore } from './store/index.ts';
 
 const config = loadConfig();
 const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false })).child({ role: 'delivery' });
-const store = await openStore(config);
+const store = await openStore(config, logger);
 const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery);
 worker.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');

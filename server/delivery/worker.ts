@@ -1,9 +1,12 @@
 // The delivery worker: claims due emails from the outbox, builds each MIME message with nodemailer and
 // hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
-// up to a bound, then the email fails; a permanent (5xx) refusal fails it at once. Plain text is made
-// from the HTML here, not on the request path: html-to-text costs milliseconds per message.
+// up to a bound, then the email fails; a permanent (5xx) refusal, or a message that cannot be built,
+// fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
+// outcome (its workers died with it) fails too. Messages are built here (server/delivery/message.ts),
+// not on the request path: making plain text from HTML costs milliseconds per message.
 import type { Logger } from 'pino';
-import type { EmailRecord } from '../store/emails.ts';
+import type { SendMailOptions } from 'nodemailer';
+import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import { toMessage } from './message.ts';
 import { isPermanent, type Transport } from './transport.ts';
@@ -37,7 +40,7 @@ export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private unrecorded: Delivery[] = [];
   private committing: Promise<void> | undefined;
-  private readonly commits = new Map<Delivery, Promise<void>>();
+  private readonly commits = new Map<Delivery, Promise<string[]>>();
   private stopping = false;
   private lastPurge = 0;
 
@@ -75,18 +78,21 @@ export class DeliveryWorker {
     this.unrecorded.push(delivery);
     while (!this.commits.has(delivery)) {
       if (this.committing) {
-        await this.committing.catch(() => {});
+        await this.committing;
         continue;
       }
       const group = this.unrecorded.splice(0);
       const commit = this.store.emails.markDelivered(group, new Date());
-      this.committing = commit.finally(() => {
+      // Only a signal that the commit is over: its members hear how it went, through `commits`.
+      const settled = () => {
         this.committing = undefined;
-      });
+      };
+      this.committing = commit.then(settled, settled);
       for (const member of group) this.commits.set(member, commit);
     }
     try {
-      await this.commits.get(delivery);
+      const recorded = await this.commits.get(delivery)!;
+      if (!recorded.includes(delivery.id)) this.leaseLost(delivery.id, 'delivered');
     } finally {
       this.commits.delete(delivery);
     }
@@ -107,26 +113,44 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver(email: EmailRecord): Promise<void> {
-    const message = toMessage(email);
+  private async deliver(email: ClaimedEmail): Promise<void> {
+    if (email.attempts > this.options.maxAttempts) {
+      const reason = `no outcome was recorded in ${this.options.maxAttempts} attempts${email.last_error ? `; the last error: ${email.last_error}` : ''}`;
+      return this.fail(email, reason.slice(0, 500));
+    }
+    let message: SendMailOptions;
+    try {
+      message = toMessage(email);
+    } catch (error) {
+      // Nothing that building depends on can change: another attempt would fail the same way.
+      return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
+    }
     let raw: string | undefined;
     try {
       ({ raw } = await this.transport.send(message));
     } catch (error) {
-      const reason = String((error as Error).message ?? error).slice(0, 500);
-      if (isPermanent(error) || email.attempts >= this.options.maxAttempts) {
-        this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
-        await this.store.emails.markFailed(email.id, reason, new Date());
-      } else {
-        const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
-        const retryAt = new Date(Date.now() + Math.random() * ceiling);
-        this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-        await this.store.emails.markDelayed(email.id, reason, retryAt, new Date());
-      }
+      const reason = reasonOf(error);
+      if (isPermanent(error) || email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
+      const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
+      const retryAt = new Date(Date.now() + Math.random() * ceiling);
+      this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
+      if (!(await this.store.emails.markDelayed(email, reason, retryAt, new Date()))) this.leaseLost(email.id, 'delivery_delayed');
       return;
     }
     // Not inside the try: a failure to record is not a failure to send. It fails the round, and the
     // email, still claimed, comes due again when its lease runs out (at least once, never lost).
-    await this.record({ id: email.id, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw });
+    await this.record({ id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw });
+  }
+
+  private async fail(email: ClaimedEmail, reason: string): Promise<void> {
+    this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
+    if (!(await this.store.emails.markFailed(email, reason, new Date()))) this.leaseLost(email.id, 'failed');
+  }
+
+  /** The claim ran out and another worker holds the email, or it already has its outcome. */
+  private leaseLost(emailId: string, outcome: string): void {
+    this.logger.warn({ emailId, outcome }, 'outcome not recorded: this worker no longer holds the email');
   }
 }
+
+const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);

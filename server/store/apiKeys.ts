@@ -17,6 +17,12 @@ export class ApiKeyStore {
     await this.db.insertInto('api_keys').values(record).execute();
   }
 
+  /** Inserts the key unless one with its hash is stored (by another process, say); false if so. */
+  async insertUnlessExists(record: ApiKeyRecord): Promise<boolean> {
+    const inserted = await this.db.insertInto('api_keys').values(record).onConflict((oc) => oc.column('key_hash').doNothing()).returning('id').executeTakeFirst();
+    return inserted !== undefined;
+  }
+
   async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
     return (await this.byHash(keyHash))[0];
   }

@@ -1,5 +1,4 @@
 // Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
-import SqliteDatabase from 'better-sqlite3';
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { ContactTable, Database, Tables } from './database.ts';
 
@@ -27,15 +26,18 @@ export class ContactStore {
 
   /** Inserts the contact unless its email exists; returns the stored contact and whether it is new. */
   async insertUnlessExists(record: ContactRecord): Promise<{ record: ContactRecord; created: boolean }> {
-    const inserted = await this.db
-      .insertInto('contacts')
-      .values(record)
-      .onConflict((oc) => oc.column('email_key').doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (inserted) return { record: inserted, created: true };
-    const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirstOrThrow();
-    return { record: existing, created: false };
+    for (;;) {
+      const inserted = await this.db
+        .insertInto('contacts')
+        .values(record)
+        .onConflict((oc) => oc.column('email_key').doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { record: inserted, created: true };
+      const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirst();
+      if (existing) return { record: existing, created: false };
+      // Deleted between the two statements: the email is free again, so try the insert once more.
+    }
   }
 
   /** Finds a contact by id, or by its lower-cased email when `by` says so. */
@@ -43,9 +45,15 @@ export class ContactStore {
     return this.db.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
   }
 
+  /**
+   * Read-modify-write: `change` sees the stored contact and returns what to set. Concurrent updates of
+   * one contact take turns, each seeing the one before: on PostgreSQL the row is locked as it is read;
+   * on SQLite the transaction holds the write lock from its start (see database.ts).
+   */
   async update(by: 'id' | 'email_key', value: string, change: (current: ContactRecord) => ContactChanges): Promise<ContactRecord | undefined> {
     return this.db.transaction().execute(async (tx) => {
-      const current = await tx.selectFrom('contacts').selectAll().where(by, '=', value).executeTakeFirst();
+      const read = tx.selectFrom('contacts').selectAll().where(by, '=', value);
+      const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
       return tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
     });
@@ -69,23 +77,20 @@ export class ContactStore {
   }
 
   /**
-   * Every contact beyond the cursor, newest first, read from a database cursor so that memory does not
-   * grow with the number of contacts. On SQLite the stream reads through its own connection (WAL lets it
-   * see one snapshot while writers go on), so a slow reader never holds up the shared connection.
+   * Every contact beyond the cursor, newest first, read in keyset chunks of `chunk` rows: one short
+   * query per chunk, so no database connection is held while the caller (a client reading a long
+   * response) takes its time, and memory holds one chunk at most.
    */
   async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
-    const query = (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc');
-    if (this.database.dialect === 'postgres') {
-      yield* query.stream(chunk);
-      return;
-    }
-    const { sql, parameters } = query.compile();
-    const reader = new SqliteDatabase(this.database.sqliteFile!, { readonly: true });
-    reader.pragma('cache_size = -2000'); // one pass over the rows: a small page cache does as well
-    try {
-      yield* reader.prepare(sql).iterate(...(parameters as unknown[])) as Iterable<ListedContact>;
-    } finally {
-      reader.close();
+    const beyondCursor = await this.after(cursor);
+    let last: ListedContact | undefined;
+    for (;;) {
+      const from = last;
+      const query = from ? beyondCursor.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(from.created_at, from.id))) : beyondCursor;
+      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(chunk).execute();
+      yield* rows;
+      if (rows.length < chunk) return;
+      last = rows.at(-1);
     }
   }
 

@@ -3,9 +3,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type DatabaseIntrospector, type Driver, type Generated, type TableMetadata } from 'kysely';
 import pg from 'pg';
-import Cursor from 'pg-cursor';
+import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -98,6 +98,8 @@ export interface EmailTable {
   last_error: string | null;
   created_at: string;
   updated_at: string;
+  /** Names the claim that holds the email, while one does; set by the outbox, never on insert. */
+  lease_token: Generated<string | null>;
 }
 
 export interface CapturedMessageTable {
@@ -131,13 +133,20 @@ export interface Tables {
 export interface Database {
   db: Kysely<Tables>;
   dialect: DialectName;
-  /** For SQLite, the file; streams open their own read connection on it. */
-  sqliteFile?: string;
   close(): Promise<void>;
 }
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
-  const database = options.databaseUrl ? openPostgres(options.databaseUrl) : openSqlite(options.dataDir);
+export interface DatabaseOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  /** PostgreSQL: longest wait for a pooled connection (all busy, or the server slow to accept one). */
+  databaseConnectTimeoutMs?: number;
+  /** PostgreSQL: longest run of one statement, and longest idle spell inside a transaction. */
+  databaseStatementTimeoutMs?: number;
+}
+
+export async function openDatabase(options: DatabaseOptions, logger: Logger = pino({ level: 'silent' })): Promise<Database> {
+  const database = options.databaseUrl ? openPostgres(options.databaseUrl, options, logger) : openSqlite(options.dataDir);
   try {
     await migrate(database.db, database.dialect);
   } catch (error) {
@@ -147,20 +156,38 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir: str
   return database;
 }
 
+/** How long a SQLite connection waits for another (the delivery thread's) to finish writing. */
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
 function openSqlite(dataDir: string): Database {
   mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, 'mailroom.sqlite');
-  const sqlite = new SqliteDatabase(file);
+  const sqlite = new SqliteDatabase(join(dataDir, 'mailroom.sqlite'));
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', sqliteFile: file, close: () => db.destroy() };
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect({ database: withStatementCache(sqlite) }) });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/**
+ * kysely begins SQLite transactions DEFERRED: one that reads and then writes, while another connection
+ * to the file writes, fails at once with SQLITE_BUSY (its snapshot is stale; the busy timeout is never
+ * consulted). Every transaction here writes, so each takes the write lock when it begins, waiting up to
+ * the busy timeout for its turn, and then cannot be refused halfway.
+ */
+class WriteLockingSqliteDialect extends SqliteDialect {
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  }
 }
 
 /**
  * kysely prepares every query anew; the same few statements run on every request, so keep them.
- * Safe because kysely runs one statement at a time on this connection and streams use their own.
+ * Safe because kysely runs one statement at a time on this connection.
  */
 function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
   const statements = new Map<string, SqliteDatabase.Statement>();
@@ -176,8 +203,65 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
   return new Proxy(sqlite, { get: (target, key) => (key === 'prepare' ? prepare : Reflect.get(target, key, target)) });
 }
 
-function openPostgres(connectionString: string): Database {
-  const pool = new pg.Pool({ connectionString, max: 10 });
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) });
+function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Database {
+  const statementMs = options.databaseStatementTimeoutMs ?? 30_000;
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    Client: TimeoutClosingClient,
+    connectionTimeoutMillis: options.databaseConnectTimeoutMs ?? 5_000,
+    // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
+    statement_timeout: statementMs,
+    idle_in_transaction_session_timeout: statementMs,
+    // ...and a server or network that stopped answering at all is given up on here, a little later.
+    query_timeout: statementMs && statementMs + 5_000,
+    keepAlive: true,
+  });
+  // A connection that breaks while idle in the pool (the server restarted, or an administrator ended
+  // it) is reported here; unheard, it would take the process down. The pool has dropped it already.
+  pool.on('error', (err) => logger.warn({ err }, 'an idle database connection was lost; the pool will open another'));
+  // One that breaks while checked out fails the query that is using it, or the next one; the pool then
+  // drops it. This listener only keeps the event from being an uncaught exception.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', close: () => db.destroy() };
+}
+
+/**
+ * pg's query_timeout answers the caller but leaves the connection waiting for a reply that may never
+ * come, and the pool would hand it out again. Closing it makes the pool replace it.
+ */
+class TimeoutClosingClient extends pg.Client {
+  override query(...args: unknown[]): any {
+    const result = (super.query as (...a: unknown[]) => unknown)(...args);
+    if (result instanceof Promise) {
+      result.catch((error: Error) => {
+        if (error.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      });
+    }
+    return result;
+  }
+}
+
+/**
+ * kysely's migrator finds its bookkeeping tables through the dialect's introspection, which on
+ * PostgreSQL reads every schema in the database: it takes another schema's tables for this one's, and
+ * fails outright when another schema is dropped while it reads (a database shared by several Mailroom
+ * schemas, as the tests share one, meets both). Introspection here sees the connection's schema only.
+ */
+class OwnSchemaPostgresDialect extends PostgresDialect {
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const getTables = async (): Promise<TableMetadata[]> => {
+      const { rows } = await sql<{ name: string; schema: string; type: string }>`
+        select table_name as name, table_schema as schema, table_type as type
+        from information_schema.tables where table_schema = current_schema()`.execute(db);
+      // The migrator needs names only; columns are not read.
+      return rows.map((row) => ({ name: row.name, schema: row.schema, isView: row.type === 'VIEW', columns: [] }));
+    };
+    return {
+      getSchemas: async () => (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows,
+      getTables,
+      getMetadata: async () => ({ tables: await getTables() }),
+    };
+  }
 }

@@ -1,8 +1,9 @@
 // The store: one object holding the database and a store per resource.
+import type { Logger } from 'pino';
 import { ApiKeyStore } from './apiKeys.ts';
 import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
-import { openDatabase, type Database } from './database.ts';
+import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
 import { EmailStore, type EmailRecord } from './emails.ts';
 import { IdempotencyStore } from './idempotency.ts';
 import { TemplateStore } from './templates.ts';
@@ -25,8 +26,9 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export async function openStore(options: { databaseUrl?: string; dataDir: string }): Promise<Store> {
-  const database = await openDatabase(options);
+/** `logger` hears of connections lost while idle (PostgreSQL); nothing is logged without it. */
+export async function openStore(options: DatabaseOptions, logger?: Logger): Promise<Store> {
+  const database = await openDatabase(options, logger);
   const emails = new EmailStore(database.db, database.dialect);
   const idempotency = new IdempotencyStore(database.db);
   return {

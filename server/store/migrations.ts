@@ -128,6 +128,12 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('idempotency_records_expiry').on('idempotency_records').column('expires_at').execute();
       },
     },
+    '0004_outbox_lease': {
+      async up(db: Kysely<any>) {
+        // Set by each claim: only the worker holding it may record how the delivery went.
+        await db.schema.alterTable('emails').addColumn('lease_token', 'text').execute();
+      },
+    },
   };
 }
 
