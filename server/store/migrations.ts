@@ -132,7 +132,10 @@ function migrations(dialect: DialectName): Record<string, Migration> {
 }
 
 export async function migrate(db: Kysely<any>, dialect: DialectName): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
+  // kysely looks for its own tables in every schema unless told which one: another deployment (or test)
+  // in another schema of the same database would make it skip creating them in ours.
+  const migrationTableSchema = dialect === 'postgres' ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name : undefined;
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) }, migrationTableSchema });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
