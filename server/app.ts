@@ -1,11 +1,11 @@
 // The HTTP app: request log → contract pages → JSON body parser → the validator's routing (404, 405)
-// → response checking switched on → auth → rate limit → idempotency → batch triage → the validator's
+// → response checking switched on → auth (key, rate limit, role) → idempotency → batch triage → the validator's
 // request check → one router per resource → one error handler.
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Logger } from 'pino';
-import { authenticate, rateLimit } from './auth.ts';
+import { authenticate, authorize } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { contactRoutes } from './contacts/routes.ts';
@@ -16,6 +16,7 @@ import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes } from './operations.ts';
+import { rateLimit } from './rateLimit.ts';
 import { templateRoutes } from './templates/routes.ts';
 import type { Store } from './store/index.ts';
 
@@ -58,7 +59,8 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(validator.filter((middleware) => middleware !== checkRequest && middleware !== checkResponse));
   app.use(checkResponse);
   app.use(authenticate(spec, store));
-  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
+  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger));
+  app.use(authorize(spec));
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, compile('/components/schemas/OutgoingEmail')));
   app.use(checkRequest);
   if (extraRoutes) app.use(extraRoutes);
