@@ -17,6 +17,11 @@ import type { ApiKeyRecord } from './store/apiKeys.ts';
 import type { Tables } from './store/database.ts';
 import type { Store } from './store/index.ts';
 
+interface Standing {
+  allowed: boolean;
+  res: RateLimiterRes;
+}
+
 /** How long a request waits for the shared counters before this process counts it instead. */
 const SHARED_TIMEOUT_MS = 500;
 const LOG_EVERY_MS = 60_000;
@@ -26,19 +31,31 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger): Requ
   const local = new RateLimiterMemory(options);
   const shared =
     store.database.dialect === 'postgres'
-      ? new RateLimiterPostgres({ ...options, storeClient: poolOf(store.database.db), storeType: 'pool', tableName: 'rate_limits', tableCreated: true })
+      ? new RateLimiterPostgres({
+          ...options,
+          storeClient: poolOf(store.database.db),
+          storeType: 'pool',
+          tableName: 'rate_limits',
+          tableCreated: true,
+          // A key over its limit is refused from memory until its window ends, as the database said:
+          // a client hammering away costs the database one query per window and process.
+          inMemoryBlockOnConsumed: perSecond + 1,
+        })
       : undefined;
   let loggedAt = -Infinity;
 
-  /** The key's standing after counting this request; over the limit is a result too, not an error. */
-  async function count(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes> {
-    return limiter.consume(key).catch((result: unknown) => {
-      if (result instanceof RateLimiterRes) return result;
-      throw result;
-    });
+  /** Counts this request: the key's standing, and whether it is within the limit (the limiter rejects when not). */
+  async function count(limiter: RateLimiterAbstract, key: string): Promise<Standing> {
+    return limiter.consume(key).then(
+      (res) => ({ allowed: true, res }),
+      (result: unknown) => {
+        if (result instanceof RateLimiterRes) return { allowed: false, res: result };
+        throw result;
+      },
+    );
   }
 
-  async function standing(key: string): Promise<RateLimiterRes> {
+  async function standing(key: string): Promise<Standing> {
     if (!shared) return count(local, key);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -60,10 +77,10 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger): Requ
   return async (_req, res, next) => {
     const key = (res.locals.apiKey as ApiKeyRecord | undefined)?.id;
     if (!key) return next();
-    const result = await standing(key);
+    const { allowed, res: result } = await standing(key);
     const reset = Math.ceil(result.msBeforeNext / 1000);
     res.set({ 'RateLimit-Limit': String(perSecond), 'RateLimit-Remaining': String(result.remainingPoints), 'RateLimit-Reset': String(reset) });
-    if (result.consumedPoints > perSecond) {
+    if (!allowed) {
       throw new ApiError(429, 'rate_limit_exceeded', `Too many requests. You can only make ${perSecond} requests per second.`, { 'Retry-After': String(Math.max(1, reset)) });
     }
     next();
