@@ -1,5 +1,5 @@
 // What the working openapi.yaml changes against another version of it, as Markdown for a review,
-// breaking changes first. Redocly's `diff` (rules: diff-recommended in redocly.yaml) finds and rates
+// breaking changes first. Redocly's `diff` (rules: diff-recommended in scripts/redocly-diff.yaml) finds and rates
 // the changes; this script picks the base from git, renders them, and decides the exit code.
 //
 //   npm run spec:diff [-- <git-ref>]   against <git-ref>, default HEAD: what uncommitted work changes
@@ -70,7 +70,7 @@ try {
   const report = join(work, 'diff.json');
   execFileSync(
     join(tool, 'node_modules/.bin/redocly'),
-    ['diff', join(work, 'base.yaml'), specPath, '--config', join(tool, 'redocly.yaml'), '--lint-config', 'off', '--format', 'json', '--fail-on', 'none', '-o', report],
+    ['diff', join(work, 'base.yaml'), specPath, '--config', join(tool, 'scripts/redocly-diff.yaml'), '--lint-config', 'off', '--format', 'json', '--fail-on', 'none', '-o', report],
     { env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   changes = (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes;

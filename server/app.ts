@@ -1,6 +1,6 @@
 // The HTTP app: request log → contract pages → JSON body parser (nesting bounded) → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
-// → auth → rate limit → idempotency → batch triage → the validator's request check → refusal of text the
+// → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
 //
 // Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
@@ -18,7 +18,7 @@ import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
-import { authenticate, rateLimit } from './auth.ts';
+import { authenticate, authorize } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { contactRoutes } from './contacts/routes.ts';
@@ -31,6 +31,7 @@ import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes } from './operations.ts';
+import { rateLimit } from './rateLimit.ts';
 import { templateRoutes } from './templates/routes.ts';
 import type { Store } from './store/index.ts';
 
@@ -56,7 +57,8 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(routing);
   app.use(checkResponse);
   app.use(authenticate(spec, store));
-  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond));
+  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger));
+  app.use(authorize(spec));
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
   app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);

@@ -14,7 +14,7 @@ export interface Config {
   logLevel: string;
   /** Largest accepted request body, in body-parser's notation. */
   bodyLimit: string;
-  /** Requests per second allowed per API key; 0 turns rate limiting off. */
+  /** Requests per second allowed per API key (Resend's default is 10); 0 turns rate limiting off. */
   rateLimitPerSecond: number;
   /** An smtp:// or smtps:// relay; unset, messages are captured in the store. */
   smtpUrl: string | undefined;
@@ -44,7 +44,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKey: env.MAILROOM_API_KEY || undefined,
     logLevel: env.LOG_LEVEL || 'info',
     bodyLimit: env.BODY_LIMIT || '4mb',
-    rateLimitPerSecond: integer(env.RATE_LIMIT_PER_SECOND, 0, 'RATE_LIMIT_PER_SECOND'),
+    rateLimitPerSecond: integer(env.RATE_LIMIT_PER_SECOND, 10, 'RATE_LIMIT_PER_SECOND'),
     smtpUrl: env.SMTP_URL || undefined,
     deliveryWorker: env.DELIVERY_WORKER !== 'off',
     delivery: {

@@ -1,27 +1,34 @@
 // Idempotency-Key on the send operations: the key is claimed (a unique row) before any work. The same
 // key with the same body and validation mode within 24 hours replays the stored response and sends
 // nothing; another body is 409 invalid_idempotent_request; a key whose first request is still in
-// flight is 409 concurrent_idempotent_requests. A request refused before it created anything gives its
-// key back.
+// flight is 409 concurrent_idempotent_requests. A request that ends without creating anything gives its
+// key back. Keys belong to their owner: this server has one account and no teams, so the owner is the
+// API key that sent the request, and two keys using the same Idempotency-Key never meet.
 import { createHash } from 'node:crypto';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from '../errors.ts';
+import type { ApiKeyRecord } from '../store/apiKeys.ts';
+import type { HeldClaim } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 
 const LIFETIME_MS = 24 * 60 * 60 * 1000;
-/** An in-flight claim this old belongs to a process that died mid-request. */
+/**
+ * The last resort: an in-flight claim this old gives way even though its holder looks alive (stuck, or
+ * a reused pid). Claims of dead holders give way at once; a stale holder that wakes up cannot commit.
+ */
 const ABANDONED_MS = 5 * 60 * 1000;
 const PARAMETER = '/components/parameters/IdempotencyKey';
 
-export interface IdempotencyClaim {
-  scope: string;
-  key: string;
+export interface IdempotencyClaim extends HeldClaim {
   /** Set once the response is stored with what the request created. */
   completed: boolean;
 }
+
+export const concurrentRequest = () =>
+  new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
 
 type RawBodyRequest = Request & { rawBody?: Buffer; openapi?: { openApiRoute?: string; schema?: { operationId?: string; parameters?: unknown[] } } };
 
@@ -51,25 +58,43 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
       throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     }
     const scope = `${req.method} ${request.openapi?.openApiRoute}`;
+    const owner = (res.locals.apiKey as ApiKeyRecord | undefined)?.id;
+    if (!owner) throw new Error('idempotency runs after authentication');
     const fingerprint = createHash('sha256')
       .update(request.rawBody ?? '')
       .update(`\n${req.get('x-batch-validation') ?? 'strict'}`)
       .digest('hex');
-    const held = await store.idempotency.claim(scope, key, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
-    if (held === 'claimed') {
-      const claim: IdempotencyClaim = { scope, key, completed: false };
+    const result = await store.idempotency.claim({ owner, scope, key }, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
+    if ('claim' in result) {
+      const claim: IdempotencyClaim = { ...result.claim, completed: false };
       res.locals.idempotency = claim;
-      res.on('finish', () => {
-        if (!claim.completed) store.idempotency.release(scope, key).catch((err) => logger.error({ err, scope, key }, 'releasing an idempotency key failed'));
-      });
+      settleWhenEnded(res, claim, store, logger);
       return next();
     }
+    const { held } = result;
     if (held.fingerprint !== fingerprint) {
       throw new ApiError(409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload. Change your idempotency key or payload.');
     }
-    if (held.state === 'in_flight') {
-      throw new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
-    }
+    if (held.state === 'in_flight') throw concurrentRequest();
     res.status(held.response_status!).json(JSON.parse(held.response_body!));
   };
+}
+
+/**
+ * Settles the claim when the handler ends the response: kept if the request committed what it created,
+ * else given back, before the response leaves, so that a client told "no" may retry at once. Not on
+ * 'finish' (never emitted once the client has gone) nor on 'close' (the client may go while the handler
+ * is still storing the emails).
+ */
+function settleWhenEnded(res: Response, claim: IdempotencyClaim, store: Store, logger: Logger): void {
+  const end = res.end;
+  res.end = function (this: Response, ...args: unknown[]) {
+    res.end = end;
+    if (claim.completed) return end.apply(this, args as never);
+    store.idempotency
+      .release(claim)
+      .catch((err) => logger.error({ err, reqId: res.locals.reqId, key: claim.key }, 'releasing an idempotency key failed'))
+      .finally(() => end.apply(this, args as never));
+    return this;
+  } as Response['end'];
 }

@@ -3,16 +3,19 @@ import { Router, type Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
+import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 import type { TriagedBatch } from './batch.ts';
 import { composeEmail, memoized } from './compose.ts';
-import type { IdempotencyClaim } from './idempotency.ts';
+import { concurrentRequest, type IdempotencyClaim } from './idempotency.ts';
 
 export function emailRoutes(store: Store): Router {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
     const claim = res.locals.idempotency as IdempotencyClaim | undefined;
-    await store.acceptEmails(records, claim && { scope: claim.scope, key: claim.key, status: 200, body });
+    await store.acceptEmails(records, claim && { claim, status: 200, body }).catch((error) => {
+      throw error instanceof ClaimLostError ? concurrentRequest() : error; // another request took the key over
+    });
     if (claim) claim.completed = true;
     return body;
   }

@@ -109,11 +109,15 @@ export interface CapturedMessageTable {
 }
 
 export interface IdempotencyRecordTable {
+  /** The id of the API key that sent it: keys are scoped to their owner. */
+  owner: string;
   /** `POST /emails/batch`: the method and path the key belongs to. */
   scope: string;
   key: string;
   fingerprint: string;
   state: 'in_flight' | 'completed';
+  /** The process that claimed it (see store/claimHolder.ts); a claim dies with its holder. */
+  holder: string | null;
   response_status: number | null;
   response_body: string | null;
   created_at: string;

@@ -5,7 +5,8 @@ import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
 import { EmailStore, type EmailRecord } from './emails.ts';
-import { IdempotencyStore } from './idempotency.ts';
+import { claimHolder } from './claimHolder.ts';
+import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { TemplateStore } from './templates.ts';
 
 export interface Store {
@@ -20,7 +21,7 @@ export interface Store {
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
    */
-  acceptEmails(records: EmailRecord[], idempotency?: { scope: string; key: string; status: number; body: unknown }): Promise<void>;
+  acceptEmails(records: EmailRecord[], idempotency?: { claim: HeldClaim; status: number; body: unknown }): Promise<void>;
   /** Answers when the database does; used by the health check. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -30,7 +31,7 @@ export interface Store {
 export async function openStore(options: DatabaseOptions, logger?: Logger): Promise<Store> {
   const database = await openDatabase(options, logger);
   const emails = new EmailStore(database.db, database.dialect);
-  const idempotency = new IdempotencyStore(database.db);
+  const idempotency = new IdempotencyStore(database.db, claimHolder(database.db, database.dialect, options.databaseUrl));
   return {
     database,
     apiKeys: new ApiKeyStore(database.db),
@@ -41,12 +42,16 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     idempotency,
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
+        // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
+        if (record) await idempotency.complete(tx, record.claim, record.status, record.body);
         await emails.insertMany(tx, records);
-        if (record) await idempotency.complete(tx, record.scope, record.key, record.status, record.body);
       }),
     ping: async () => {
       await database.db.selectFrom('api_keys').select('id').limit(1).execute();
     },
-    close: () => database.close(),
+    close: async () => {
+      await idempotency.close();
+      await database.close();
+    },
   };
 }

@@ -128,6 +128,55 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('idempotency_records_expiry').on('idempotency_records').column('expires_at').execute();
       },
     },
+    '0003_idempotency_holder': {
+      // Idempotency keys become scoped to their owner (the API key), and every claim records its holder
+      // (a process) so that the claim of a process that died can be taken over at once. PostgreSQL also
+      // gets the table rate-limiter-flexible keeps its per-key counters in, so no process creates it.
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema
+            .createTable('idempotency_records_0003')
+            .addColumn('owner', 'text', (c) => c.notNull())
+            .addColumn('scope', 'text', (c) => c.notNull())
+            .addColumn('key', 'text', (c) => c.notNull())
+            .addColumn('fingerprint', 'text', (c) => c.notNull())
+            .addColumn('state', 'text', (c) => c.notNull())
+            .addColumn('holder', 'text')
+            .addColumn('response_status', 'integer')
+            .addColumn('response_body', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull())
+            .addColumn('expires_at', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('idempotency_records_owner_pk', ['owner', 'scope', 'key'])
+            .execute();
+          // Completed records had no owner, so any key could replay them: every key keeps that until
+          // they expire. In-flight ones are dropped: they never committed, so their retries run afresh.
+          await db
+            .insertInto('idempotency_records_0003')
+            .columns(['owner', 'scope', 'key', 'fingerprint', 'state', 'holder', 'response_status', 'response_body', 'created_at', 'expires_at'])
+            .expression(
+              db
+                .selectFrom('idempotency_records as r')
+                .crossJoin('api_keys as k')
+                .select(['k.id', 'r.scope', 'r.key', 'r.fingerprint', 'r.state', sql.lit(null).as('holder'), 'r.response_status', 'r.response_body', 'r.created_at', 'r.expires_at'])
+                .where('r.state', '=', 'completed'),
+            )
+            .execute();
+          await db.schema.dropTable('idempotency_records').execute();
+          await db.schema.alterTable('idempotency_records_0003').renameTo('idempotency_records').execute();
+          await db.schema.createIndex('idempotency_records_expiry').on('idempotency_records').column('expires_at').execute();
+
+          if (dialect === 'postgres') {
+            // The shape RateLimiterPostgres expects (its _getCreateTableStmt), made here instead of at run time.
+            await db.schema
+              .createTable('rate_limits')
+              .addColumn('key', 'varchar(255)', (c) => c.primaryKey())
+              .addColumn('points', 'integer', (c) => c.notNull().defaultTo(0))
+              .addColumn('expire', 'bigint')
+              .execute();
+          }
+        });
+      },
+    },
     '0004_outbox_lease': {
       async up(db: Kysely<any>) {
         // Set by each claim: only the worker holding it may record how the delivery went.
@@ -137,7 +186,16 @@ function migrations(dialect: DialectName): Record<string, Migration> {
   };
 }
 
+/**
+ * kysely runs each PostgreSQL migration in a transaction, but not SQLite's, though SQLite can roll DDL
+ * back too: a migration that rebuilds a table must not stop halfway.
+ */
+function inOneTransaction(db: Kysely<any>, dialect: DialectName, steps: (db: Kysely<any>) => Promise<void>): Promise<void> {
+  return dialect === 'sqlite' ? db.transaction().execute(steps) : steps(db);
+}
+
 export async function migrate(db: Kysely<any>, dialect: DialectName): Promise<void> {
+  // On PostgreSQL the dialect's introspection sees the connection's own schema only (server/store/database.ts).
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(dialect) } });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');

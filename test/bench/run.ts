@@ -26,7 +26,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'));
 // Without tsx's loader, which runs this script (NODE_OPTIONS, execArgv): the servers and the load
 // generator run as plain Node.
 const { NODE_OPTIONS: _, ...plainEnv } = process.env;
-const env = { ...plainEnv, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', BENCH_BODIES: join(dataDir, 'bodies.json') };
+const env = { ...plainEnv, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json') };
 
 async function seed(): Promise<string> {
   const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });

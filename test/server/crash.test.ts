@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 function start(): Promise<{ child: ChildProcess; url: string }> {
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: TEST_KEY, DATABASE_URL: '', SMTP_URL: sink.url, DELIVERY_LEASE_MS: '1500' };
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: TEST_KEY, DATABASE_URL: '', SMTP_URL: sink.url, DELIVERY_LEASE_MS: '1500', RATE_LIMIT_PER_SECOND: '0' };
   const child = spawn(process.execPath, ['build/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';

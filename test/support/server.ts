@@ -30,7 +30,8 @@ export async function startTestServer(
   const schema = backend === 'postgres' ? await postgresSchema() : undefined;
   const logs: Record<string, any>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const config: Config = { ...loadConfig({}), port: 0, dataDir, databaseUrl: schema?.url, apiKey: TEST_KEY, ...options.config };
+  // Rate limiting off unless a suite sets it: suites send far more than 10 requests a second.
+  const config: Config = { ...loadConfig({}), port: 0, dataDir, databaseUrl: schema?.url, apiKey: TEST_KEY, rateLimitPerSecond: 0, ...options.config };
   const running = await startServer(config, { logger, extraRoutes: options.extraRoutes, spec: options.spec });
   return {
     ...running,
