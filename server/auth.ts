@@ -5,7 +5,6 @@ import type { Request, RequestHandler } from 'express';
 import { hashKey, type Permission } from './apiKeys.ts';
 import type { OpenApiDocument } from './contract.ts';
 import { ApiError } from './errors.ts';
-import type { ApiKeyRecord } from './store/apiKeys.ts';
 import type { Store } from './store/index.ts';
 
 const ROLES: Record<Permission, readonly string[]> = {
@@ -32,7 +31,7 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
     if (!record || record.revoked_at !== null || !timingSafeEqual(Buffer.from(record.key_hash, 'hex'), hash)) {
       throw new ApiError(403, 'invalid_api_key', 'API key is invalid.');
     }
-    res.locals.apiKey = record satisfies ApiKeyRecord;
+    res.locals.apiKey = record;
     next();
   };
 }
@@ -44,7 +43,7 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
 export function authorize(spec: OpenApiDocument): RequestHandler {
   return (req, res, next) => {
     const security = securityOf(spec, req);
-    const record = res.locals.apiKey as ApiKeyRecord | undefined;
+    const record = res.locals.apiKey;
     if (security.length === 0 || !record) return next();
     const held = ROLES[record.permission];
     if (!security.some((requirement) => (requirement.bearerAuth ?? []).every((role) => held.includes(role)))) {

@@ -13,7 +13,6 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { ApiError } from './errors.ts';
-import type { ApiKeyRecord } from './store/apiKeys.ts';
 import type { Tables } from './store/database.ts';
 import type { Store } from './store/index.ts';
 
@@ -75,7 +74,7 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger): Requ
   }
 
   return async (_req, res, next) => {
-    const key = (res.locals.apiKey as ApiKeyRecord | undefined)?.id;
+    const key = res.locals.apiKey?.id;
     if (!key) return next();
     const { allowed, res: result } = await standing(key);
     const reset = Math.ceil(result.msBeforeNext / 1000);

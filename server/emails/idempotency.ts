@@ -10,7 +10,6 @@ import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from '../errors.ts';
-import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { HeldClaim } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 
@@ -58,7 +57,7 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
       throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     }
     const scope = `${req.method} ${request.openapi?.openApiRoute}`;
-    const owner = (res.locals.apiKey as ApiKeyRecord | undefined)?.id;
+    const owner = res.locals.apiKey?.id;
     if (!owner) throw new Error('idempotency runs after authentication');
     const fingerprint = createHash('sha256')
       .update(request.rawBody ?? '')

@@ -5,14 +5,13 @@ import { invalid, notFound } from '../errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
-import type { TriagedBatch } from './batch.ts';
 import { composeEmail, memoized } from './compose.ts';
-import { concurrentRequest, type IdempotencyClaim } from './idempotency.ts';
+import { concurrentRequest } from './idempotency.ts';
 
 export function emailRoutes(store: Store): Router {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
-    const claim = res.locals.idempotency as IdempotencyClaim | undefined;
+    const claim = res.locals.idempotency;
     await store.acceptEmails(records, claim && { claim, status: 200, body }).catch((error) => {
       throw error instanceof ClaimLostError ? concurrentRequest() : error; // another request took the key over
     });
@@ -27,7 +26,7 @@ export function emailRoutes(store: Store): Router {
   };
 
   const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {
-    const { mode, accepted, errors } = res.locals.batch as TriagedBatch;
+    const { mode, accepted, errors } = res.locals.batch!;
     const data = accepted.map(({ id }) => ({ id }));
     res.json(await accept(res, accepted, mode === 'permissive' ? { data, errors } : { data }));
   };

@@ -1,0 +1,20 @@
+// What the middlewares hand on to later ones in `res.locals`, declared once so that every read is typed.
+// A global declaration: tsconfig includes server/, so no file needs to import this one.
+import type { TriagedBatch } from './emails/batch.ts';
+import type { IdempotencyClaim } from './emails/idempotency.ts';
+import type { ApiKeyRecord } from './store/apiKeys.ts';
+
+declare global {
+  namespace Express {
+    interface Locals {
+      /** The request's x-request-id, repeated in every log line about it. */
+      reqId: string;
+      /** The authenticated key, from authenticate() on. */
+      apiKey?: ApiKeyRecord;
+      /** The Idempotency-Key claim this request holds, if it sent one. */
+      idempotency?: IdempotencyClaim;
+      /** A send batch after triage: the emails to store and, in permissive mode, the ones set aside. */
+      batch?: TriagedBatch;
+    }
+  }
+}
