@@ -134,17 +134,37 @@ export class DeliveryWorker {
       const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
       const retryAt = new Date(Date.now() + Math.random() * ceiling);
       this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-      if (!(await this.store.emails.markDelayed(email, reason, retryAt, new Date()))) this.leaseLost(email.id, 'delivery_delayed');
+      if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date())))) this.leaseLost(email.id, 'delivery_delayed');
       return;
     }
-    // Not inside the try: a failure to record is not a failure to send. It fails the round, and the
-    // email, still claimed, comes due again when its lease runs out (at least once, never lost).
-    await this.record({ id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw });
+    // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
+    // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
+    const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw };
+    await this.persist(email, () => this.record(delivery));
   }
 
   private async fail(email: ClaimedEmail, reason: string): Promise<void> {
     this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
-    if (!(await this.store.emails.markFailed(email, reason, new Date()))) this.leaseLost(email.id, 'failed');
+    if (!(await this.persist(email, () => this.store.emails.markFailed(email, reason, new Date())))) this.leaseLost(email.id, 'failed');
+  }
+
+  /**
+   * Records an outcome, trying again while the database does not answer (a restart, a dropped
+   * connection) and the claim lasts: waiting out the lease instead would leave the email undelivered,
+   * or sent twice, for a blip.
+   */
+  private async persist<T>(email: ClaimedEmail, outcome: () => Promise<T>): Promise<T> {
+    const leaseEnds = Date.parse(email.next_attempt_at);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await outcome();
+      } catch (err) {
+        const pause = Math.min(2_000, 100 * 2 ** retry);
+        if (this.stopping || Date.now() + pause >= leaseEnds) throw err;
+        this.logger.warn({ err, emailId: email.id }, 'recording a delivery outcome failed; trying again');
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
   }
 
   /** The claim ran out and another worker holds the email, or it already has its outcome. */

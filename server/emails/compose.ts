@@ -61,7 +61,7 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     html,
     text,
     headers: item.headers && Object.keys(item.headers).length ? JSON.stringify(item.headers) : null,
-    tags: item.tags?.length ? JSON.stringify(item.tags) : null,
+    tags: item.tags ? JSON.stringify(item.tags) : null,
     last_event: 'queued',
     attempts: 0,
     next_attempt_at: at,

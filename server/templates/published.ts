@@ -57,7 +57,7 @@ export function renderPart(record: TemplateRecord, part: Part, values: Values): 
   let result = template.rendered.get(key);
   if (result === undefined) {
     const rule = partRules()[part];
-    const wrong = (what: string) => new RenderError(`Rendered with these variables, the template's \`${part}\` ${what}`);
+    const wrong = (what: string) => new RenderError(`With these \`template.variables\`, the template's \`${part}\` ${what}`);
     const tooLong = wrong(`is longer than ${rule.maxLength} characters.`);
     try {
       const parsed = (template.parsed[part] ??= parseTemplate(source));

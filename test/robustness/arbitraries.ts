@@ -13,7 +13,7 @@ type Arb = fc.Arbitrary<unknown>;
 const KNOWN = new Set([
   '$ref', 'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems',
   'minLength', 'maxLength', 'pattern', 'format', 'oneOf', 'anyOf', 'allOf', 'maxProperties', 'minProperties',
-  'propertyNames', 'dependentSchemas', 'minimum', 'maximum', 'default', 'description', 'examples', 'example',
+  'propertyNames', 'patternProperties', 'dependentSchemas', 'minimum', 'maximum', 'default', 'description', 'examples', 'example',
 ]);
 
 /** How big "small" values get; boundary values ignore it. */
@@ -206,7 +206,11 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
     const model = Object.fromEntries(Object.entries(properties).filter(([, s]) => s !== false).map(([key, s]) => [key, build(s, mode)]));
     // allOf: [{anyOf: [{required: [a]}, {required: [b]}]}] says "a or b": pick one alternative per member.
     const alternatives = (schema.allOf ?? []).map((member: any) => fc.constantFrom(...(member.anyOf ?? [member]).map((s: any) => s.required ?? [])));
-    const extras = schema.additionalProperties && schema.additionalProperties !== true ? dictionary(schema, mode) : fc.constant({});
+    const extras = schema.patternProperties
+      ? patternDictionary(schema, mode)
+      : schema.additionalProperties && schema.additionalProperties !== true
+        ? dictionary(schema, mode)
+        : fc.constant({});
     return fc
       .tuple(fc.tuple(...alternatives), extras)
       .chain(([chosen, extra]) => {
@@ -231,6 +235,15 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
     if (!Number.isFinite(max)) return small;
     const full = fc.dictionary(keys, values, { minKeys: max, maxKeys: max, noNullPrototype: true });
     return fc.oneof({ weight: 8, arbitrary: small }, { weight: 1, arbitrary: full });
+  }
+
+  /** patternProperties: keys drawn from each pattern, each with its own value schema. */
+  function patternDictionary(schema: Record<string, any>, mode: 'valid' | 'hostile'): fc.Arbitrary<Record<string, unknown>> {
+    const max = Math.min(schema.maxProperties ?? Infinity, CAP.keys);
+    const entries = Object.entries<Schema>(schema.patternProperties).map(([pattern, value]) =>
+      fc.dictionary(fc.stringMatching(new RegExp(pattern)), build(value, mode), { maxKeys: max, noNullPrototype: true }),
+    );
+    return fc.tuple(...entries).map((parts) => Object.fromEntries(parts.flatMap((part) => Object.entries(part)).slice(0, max)));
   }
 
   /** One node attacked: what it is, its bounds, or its neighbours. */

@@ -46,7 +46,8 @@ function knownAttacks(): Email[] {
     { ...base('header-crlf'), headers: { 'X-Note': 'x\r\nBcc: h@evil.test' } },
     { ...base('header-name'), headers: { 'Bcc: h@evil.test\r\nX': 'y' } },
     { ...base('reply-to'), reply_to: 'c1@evil.test, c2@evil.test <real@example.com>' },
-    // Nested so deep that generating the plain-text part overflows a recursive converter.
+    // Nested so deep that generating the plain-text part overflows a recursive converter: it must end
+    // failed with its reason, not stay queued forever.
     { ...base('deep-html'), text: undefined, html: '<b>'.repeat(20_000) + 'x' },
   );
   return out;
@@ -142,6 +143,9 @@ describe.each(backends)('robustness MIME on %s', (backend) => {
       const what = `email ${JSON.stringify(asked).slice(0, 140)}`;
       if (stored.last_event !== 'delivered') {
         const row = await server.store.emails.find(id);
+        // The one accepted email that may end undelivered: one whose message cannot be built (its plain
+        // text overflows the converter), failed at once with that reason rather than retried forever.
+        if (stored.last_event === 'failed' && /could not be built/.test(row?.last_error ?? '') && asked.subject === 'mime deep-html') continue;
         violations.push(`${what}: ${stored.last_event} after ${row?.attempts} attempts: ${row?.last_error ?? ''}`.slice(0, 400));
         continue;
       }

@@ -1,7 +1,7 @@
 // The server as an operator runs it (the build `npm start` runs, delivery thread included) under faults:
 // clients that never read while it is asked to stop, its PostgreSQL backends terminated, and the keys
 // command asked for help or given nonsense.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../server/store/index.ts';
 import { backends, type Backend } from '../support/backends.ts';
+import { startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { backendCount, eventually, listRequest, namedSchema, seedContacts, stalledReader, terminateBackends } from './faults.ts';
 
@@ -16,30 +17,6 @@ const root = new URL('../..', import.meta.url).pathname;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 const auth = { authorization: `Bearer ${TEST_KEY}` };
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<number | null>;
-  output: () => string;
-}
-
-/** Starts build/main.js and resolves once it logs where it listens. */
-function start(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['build/main.js'], { cwd: root, env: { ...process.env, PORT: '0', MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', ...env } });
-  let output = '';
-  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return new Promise((resolve, reject) => {
-    const read = (chunk: Buffer) => {
-      output += chunk;
-      const url = /"url":"([^"]+)".*Mailroom is listening/.exec(output)?.[1];
-      if (url) resolve({ child, url, exited, output: () => output });
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    void exited.then((code) => reject(new Error(`exited ${code} before listening: ${output}`)));
-  });
-}
 
 async function database(backend: Backend): Promise<{ env: Record<string, string>; applicationName?: string; drop: () => Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-shutdown-'));
@@ -56,7 +33,7 @@ describe.each(backends)('finding 11: SIGTERM with clients that never read, on %s
       const store = await openStore({ dataDir: db.env.DATA_DIR!, databaseUrl: db.env.DATABASE_URL || undefined });
       await seedContacts({ store }, 20_000);
       await store.close();
-      const server = await start({ ...db.env, SHUTDOWN_GRACE_MS: '2000' });
+      const server = await startServerProcess({ ...db.env, SHUTDOWN_GRACE_MS: '2000' });
       const readers = await Promise.all(Array.from({ length: 12 }, () => stalledReader(server.url, listRequest())));
       for (let round = 0; round < 3; round++) {
         const page = await fetch(`${server.url}/contacts?limit=10`, { headers: auth });
@@ -82,7 +59,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: the process when its
   it('keeps running, HTTP server and delivery thread both, and recovers by itself', async () => {
     const db = await database('postgres');
     try {
-      const server = await start({ ...db.env, DELIVERY_WORKER: 'on', SMTP_URL: '' });
+      const server = await startServerProcess({ ...db.env, DELIVERY_WORKER: 'on', SMTP_URL: '' });
       const send = async (to: string) => {
         const res = await fetch(`${server.url}/emails`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ from: 'a@acme.dev', to, subject: 'x', text: 'x' }) });
         expect(res.status).toBe(200);

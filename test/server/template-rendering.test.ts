@@ -70,7 +70,7 @@ describe.each(backends)('finding 9: templates on %s', (backend) => {
     await publish('amplifier', { from: 'a@acme.dev', subject: 'To {{{NAME|you}}}', html: '{{{A}}}'.repeat(1000), text: 'plain' });
     for (const length of [1001, 100_000]) {
       const huge = await post('/emails', { to: 'b@example.com', template: { id: 'amplifier', variables: { A: 'x'.repeat(length) } } });
-      expect(huge).toMatchObject({ status: 422, body: { message: "Rendered with these variables, the template's `html` is longer than 1000000 characters." } });
+      expect(huge).toMatchObject({ status: 422, body: { message: "With these `template.variables`, the template's `html` is longer than 1000000 characters." } });
     }
     const justFits = await post('/emails', { to: 'b@example.com', template: { id: 'amplifier', variables: { A: 'x'.repeat(1000) } } });
     expect(justFits.status).toBe(200);
@@ -78,9 +78,9 @@ describe.each(backends)('finding 9: templates on %s', (backend) => {
     await publish('bare-subject', { from: 'a@acme.dev', subject: '{{{NAME}}}', html: '<p>x</p>' });
     const empty = { to: 'b@example.com', template: { id: 'bare-subject', variables: { NAME: '' } } };
     const emptied = await post('/emails/batch', [empty, { ...empty, subject: 'Given' }], { 'x-batch-validation': 'permissive' });
-    expect(emptied.body).toMatchObject({ data: [{}], errors: [{ index: 0, message: "Rendered with these variables, the template's `subject` is empty." }] });
+    expect(emptied.body).toMatchObject({ data: [{}], errors: [{ index: 0, message: "With these `template.variables`, the template's `subject` is empty." }] });
     expect(injected.body.errors).toEqual([
-      { index: 0, message: "Rendered with these variables, the template's `subject` is not one line of up to 998 characters, with no line breaks or control characters (tabs are allowed)." },
+      { index: 0, message: "With these `template.variables`, the template's `subject` is not one line of up to 998 characters, with no line breaks or control characters (tabs are allowed)." },
     ]);
   });
 });

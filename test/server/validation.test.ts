@@ -143,8 +143,10 @@ describe.each(backends)('validation on %s', (backend) => {
     });
 
     it('in single sends, templates and broadcasts', async () => {
-      expect(await call('POST', '/emails', email({ subject: `Hi${NUL}` }))).toEqual(refused('subject'));
-      expect(await call('POST', '/emails', email({ tags: [{ name: 'a', value: 'b' }], headers: { 'X-Ref': `1${NUL}` } }))).toEqual(refused('headers.X-Ref'));
+      // A subject and a header value are one line with no control characters: their own schema refuses NUL first.
+      const naming = (field: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message: expect.stringContaining(`\`${field}\``) } });
+      expect(await call('POST', '/emails', email({ subject: `Hi${NUL}` }))).toEqual(naming('subject'));
+      expect(await call('POST', '/emails', email({ tags: [{ name: 'a', value: 'b' }], headers: { 'X-Ref': `1${NUL}` } }))).toEqual(naming('headers.X-Ref'));
       expect(await call('POST', '/templates', { name: 'T', html: `<p>${NUL}</p>` })).toEqual(refused('html'));
       expect(await call('POST', '/broadcasts', { segment_id: randomUUID(), from: 'a@acme.dev', subject: 'S', text: 'x', name: `n${NUL}` })).toEqual(refused('name'));
     });
