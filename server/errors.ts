@@ -5,6 +5,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
+import { isUnavailable } from './store/database.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -52,6 +53,7 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
+  if (isUnavailable(err)) return new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
   switch (e.type) {
     case 'entity.parse.failed':

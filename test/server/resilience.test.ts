@@ -74,10 +74,12 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: health while Postgre
     const down = await server.request('/health');
     expect(down.status).toBe(503);
     expect(await down.json()).toEqual({ statusCode: 503, name: 'service_unavailable', message: expect.any(String) });
-    // Other requests fail, in the contract's error format, rather than hang or take the process down.
+    // Other requests fail as unavailable, in the contract's error format, with when to try again, rather
+    // than hang, answer 500 or take the process down.
     const failed = await server.request('/contacts?limit=1');
-    expect(failed.status).toBe(500);
-    expect((await failed.json()).name).toBe('internal_server_error');
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('1');
+    expect(await failed.json()).toEqual({ statusCode: 503, name: 'service_unavailable', message: 'The database cannot be reached right now; try again shortly.' });
 
     await proxy.up();
     await eventually(async () => (await server.request('/health')).status === 200, 'health answers 200 again');
@@ -105,7 +107,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server
     expect((await server.request('/contacts?limit=1')).status).toBe(200);
     proxy.freeze();
     const [page, health] = await Promise.all([server.request('/contacts?limit=1'), server.request('/health')]);
-    expect(page.status).toBe(500);
+    expect(page.status).toBe(503);
     expect(health.status).toBe(503);
     proxy.thaw();
     await eventually(async () => (await server.request('/health')).status === 200, 'health answers 200 again');
