@@ -3,7 +3,7 @@
 // its holder, the process doing the work (store/claimHolder.ts), and dies with it: a retry after a crash
 // takes the claim over at once. The work commits only if the claim is still its own, so a claim taken
 // over from a process that was in fact alive (its lock session dropped) cannot send anything twice.
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { ClaimHolder } from './claimHolder.ts';
 import type { IdempotencyRecordTable, Tables } from './database.ts';
 
@@ -57,9 +57,7 @@ export class IdempotencyStore {
       // Deletes that very record only: another process may have taken it over since it was read.
       await this.db
         .deleteFrom('idempotency_records')
-        .where('owner', '=', id.owner)
-        .where('scope', '=', id.scope)
-        .where('key', '=', id.key)
+        .where(sameKey(id))
         .where('state', '=', held.state)
         .where('created_at', '=', held.created_at)
         .where((eb) => (held.holder === null ? eb('holder', 'is', null) : eb('holder', '=', held.holder)))
@@ -77,7 +75,7 @@ export class IdempotencyStore {
   }
 
   find(id: IdempotencyKey): Promise<IdempotencyRecord | undefined> {
-    return this.db.selectFrom('idempotency_records').selectAll().where('owner', '=', id.owner).where('scope', '=', id.scope).where('key', '=', id.key).executeTakeFirst();
+    return this.db.selectFrom('idempotency_records').selectAll().where(sameKey(id)).executeTakeFirst();
   }
 
   /**
@@ -88,9 +86,7 @@ export class IdempotencyStore {
     const result = await tx
       .updateTable('idempotency_records')
       .set({ state: 'completed', response_status: status, response_body: JSON.stringify(body) })
-      .where('owner', '=', claim.owner)
-      .where('scope', '=', claim.scope)
-      .where('key', '=', claim.key)
+      .where(sameKey(claim))
       .where('holder', '=', claim.holder)
       .where('state', '=', 'in_flight')
       .executeTakeFirst();
@@ -101,9 +97,7 @@ export class IdempotencyStore {
   async release(claim: HeldClaim): Promise<void> {
     await this.db
       .deleteFrom('idempotency_records')
-      .where('owner', '=', claim.owner)
-      .where('scope', '=', claim.scope)
-      .where('key', '=', claim.key)
+      .where(sameKey(claim))
       .where('holder', '=', claim.holder)
       .where('state', '=', 'in_flight')
       .execute();
@@ -119,3 +113,6 @@ export class IdempotencyStore {
     return this.holders.close();
   }
 }
+
+/** The record of one key: (owner, scope, key) is its primary key. */
+const sameKey = ({ owner, scope, key }: IdempotencyKey) => (eb: ExpressionBuilder<Tables, 'idempotency_records'>) => eb.and({ owner, scope, key });
