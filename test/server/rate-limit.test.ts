@@ -44,7 +44,7 @@ async function inOneWindow<T>(send: () => Promise<T>[]): Promise<T[]> {
 const header = (answer: Answer, name: string) => answer.headers.get(name);
 const allowed = (answers: Answer[]) => answers.filter((a) => a.status === 200);
 
-describe.each(backends)('finding 12: rate limiting on %s', (backend) => {
+describe.each(backends)('rate limiting on %s', (backend) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(backend, { config: { rateLimitPerSecond: LIMIT } });
@@ -131,7 +131,7 @@ describe.each(backends)('finding 12: rate limiting on %s', (backend) => {
   });
 });
 
-describe.runIf(backends.includes('postgres'))('finding 12: one rate limit shared by two processes on PostgreSQL', () => {
+describe.runIf(backends.includes('postgres'))('rate limiting: one limit shared by two processes on PostgreSQL', () => {
   const PER_SECOND = 10;
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-rate-'));
   let schema: Awaited<ReturnType<typeof postgresSchema>>;
