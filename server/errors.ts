@@ -18,6 +18,12 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A value the caller sent, quoted for a message: in backticks like field names, unless it holds a
+ * backtick itself (or is empty), when JSON quotes keep the message unambiguous.
+ */
+export const quoted = (value: string): string => (value === '' || value.includes('`') ? JSON.stringify(value) : `\`${value}\``);
+
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 export const invalid = (message: string, name: ErrorName = 'validation_error') => new ApiError(422, name, message);
 
@@ -90,9 +96,9 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
   const keyword = item.errorCode?.split('.')[0];
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
-  if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter \`${field}\`.`);
+  if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter ${quoted(field)}.`);
   if (keyword === 'required') return invalid(`Missing \`${field}\` field.`, 'missing_required_field');
-  if (keyword === 'additionalProperties') return invalid(`The field \`${field}\` is not supported.`);
+  if (keyword === 'additionalProperties') return invalid(`The field ${quoted(field)} is not supported.`);
   const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
   switch (keyword) {
     case 'minimum':
@@ -127,7 +133,7 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   const required = errors.find((e) => e.keyword === 'required');
   if (required) return `Missing \`${field(required.instancePath, required.params.missingProperty)}\` field.`;
   const extra = errors.find((e) => e.keyword === 'additionalProperties');
-  if (extra) return `The field \`${field(extra.instancePath, extra.params.additionalProperty)}\` is not supported.`;
+  if (extra) return `The field ${quoted(field(extra.instancePath, extra.params.additionalProperty))} is not supported.`;
   const excluded = errors.find((e) => e.keyword === 'false schema');
   if (excluded) {
     const other = /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];

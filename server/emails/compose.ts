@@ -8,6 +8,7 @@ import type { EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
 import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
+import { quoted } from '../errors.ts';
 import { invalidMailbox, mailboxList as list } from './mailbox.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
@@ -20,8 +21,8 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
 
   if (item.template) {
     const template = await findTemplate(item.template.id);
-    if (!template) return `Template \`${item.template.id}\` not found.`;
-    if (!template.published) return `Template \`${item.template.id}\` is not published; publish it before sending with it.`;
+    if (!template) return `Template ${quoted(item.template.id)} not found.`;
+    if (!template.published) return `Template ${quoted(item.template.id)} is not published; publish it before sending with it.`;
     const published = publishedTemplate(template);
     const values = variableMap(item.template.variables);
     const mismatch = typeMismatch(published.variables, values);
@@ -77,7 +78,7 @@ function repeatedHeader(headers: OutgoingEmail['headers']): string | undefined {
   const seen = new Map<string, string>();
   for (const name of Object.keys(headers ?? {})) {
     const first = seen.get(name.toLowerCase());
-    if (first !== undefined) return `The header \`${name}\` repeats \`${first}\`: header names are case-insensitive, give each once.`;
+    if (first !== undefined) return `The header ${quoted(name)} repeats ${quoted(first)}: header names are case-insensitive, give each once.`;
     seen.set(name.toLowerCase(), name);
   }
   return undefined;

@@ -4,6 +4,7 @@
 // string must have the plain shape below, and nodemailer's own parser (the one that reads it again when
 // the message is built) must find in it exactly that one mailbox: both readings have to agree.
 import addressparser from 'nodemailer/lib/addressparser';
+import { quoted } from '../errors.ts';
 
 export interface Mailbox {
   /** The display name, unquoted; empty when there is none. */
@@ -41,7 +42,7 @@ export function parseMailbox(value: string): Mailbox | undefined {
 /** A message naming the first string of `values` that is not exactly one mailbox, or undefined. */
 export function invalidMailbox(field: string, values: readonly string[]): string | undefined {
   const bad = values.find((value) => parseMailbox(value) === undefined);
-  return bad === undefined ? undefined : `Invalid \`${field}\` address \`${bad}\`: use \`address@domain\` or \`Display Name <address@domain>\`.`;
+  return bad === undefined ? undefined : `Invalid \`${field}\` address ${quoted(bad)}: use \`address@domain\` or \`Display Name <address@domain>\`.`;
 }
 
 /** One address or a list of them, as the API takes them, as a list. */

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
-import { invalid, notFound } from '../errors.ts';
+import { invalid, notFound, quoted } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 
@@ -35,7 +35,7 @@ export function templateRoutes(store: Store): Router {
       updated_at: now,
       published_at: null,
     };
-    if (!(await store.templates.insert(record))) throw invalid(`A template with the alias \`${alias}\` already exists.`);
+    if (!(await store.templates.insert(record))) throw invalid(`A template with the alias ${quoted(alias!)} already exists.`);
     res.status(201).json({ object: 'template', id: record.id });
   };
 

@@ -157,6 +157,12 @@ describe.each(backends)('message safety on %s', (backend) => {
       }
     });
 
+    it('quotes a refused value holding a backtick so that the message stays unambiguous', async () => {
+      const { status, body } = await post('/emails', email({ from: 'D`9G <x' }));
+      expect(status).toBe(422);
+      expect(body.message).toBe('Invalid `from` address "D`9G <x": use `address@domain` or `Display Name <address@domain>`.');
+    });
+
     it('delivers a quoted display name holding commas and an address to its one address only', async () => {
       const to = ['"Doe, Jane" <jane@example.com>', '"Evil <e@evil.test>, f@evil.test" <real@example.com>'];
       const sent = await post('/emails', email({ to }));
