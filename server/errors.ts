@@ -24,6 +24,9 @@ export class ApiError extends Error {
  */
 export const quoted = (value: string): string => (value === '' || value.includes('`') ? JSON.stringify(value) : `\`${value}\``);
 
+export const databaseUnavailable = () =>
+  new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
+
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 export const invalid = (message: string, name: ErrorName = 'validation_error') => new ApiError(422, name, message);
 
@@ -59,7 +62,7 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
-  if (isUnavailable(err)) return new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
+  if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
   switch (e.type) {
     case 'entity.parse.failed':

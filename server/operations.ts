@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
 import type { OperationHandler } from './api.ts';
 import { specPath } from './contract.ts';
-import { ApiError } from './errors.ts';
+import { databaseUnavailable } from './errors.ts';
 import type { Store } from './store/index.ts';
 
 const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
@@ -28,7 +28,7 @@ export function healthRoutes(store: Store): Router {
     try {
       await store.ping();
     } catch {
-      throw new ApiError(503, 'service_unavailable', 'The database is not reachable.');
+      throw databaseUnavailable();
     }
     res.json({ status: 'ok' });
   };
