@@ -1,4 +1,4 @@
-// The HTTP app: request log → contract pages → JSON body parser (nesting bounded) → the validator's
+// The HTTP app: request log → CORS (preflights answered here) → contract pages and metrics → JSON body parser (nesting bounded) → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
 // → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import { authenticate, authorize } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
+import { crossOrigin } from './cors.ts';
 import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
@@ -39,7 +40,7 @@ export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins'>;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
@@ -51,6 +52,8 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.set('etag', false);
 
   app.use(requestLog(logger), stableQuery);
+  const cors = crossOrigin(config.corsOrigins, spec);
+  if (cors) app.use(cors);
   app.use(contractRoutes());
   app.use(jsonBody(config.bodyLimit, keepRawBody));
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
