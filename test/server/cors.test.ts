@@ -1,6 +1,7 @@
 // CORS_ORIGINS: browsers on the listed origins may call the API (preflights answered, rate-limit headers
 // readable); other origins get no CORS header; with it unset, no response carries any.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -106,4 +107,11 @@ describe.each(backends)('CORS on %s', (backend) => {
 
 it('refuses to start with an entry that is not an origin', async () => {
   await expect(startTestServer('sqlite', { config: { corsOrigins: ['https://app.example.com/'] } })).rejects.toThrow(/CORS_ORIGINS: "https:\/\/app.example.com\/" is not an origin/);
+});
+
+it('reads CORS_ORIGINS as a comma-separated list, and METRICS=off', () => {
+  expect(loadConfig({ CORS_ORIGINS: ' https://app.example.com, http://127.0.0.1:5173 ,' }).corsOrigins).toEqual(['https://app.example.com', 'http://127.0.0.1:5173']);
+  expect(loadConfig({}).corsOrigins).toEqual([]);
+  expect(loadConfig({}).metrics).toBe(true);
+  expect(loadConfig({ METRICS: 'off' }).metrics).toBe(false);
 });
