@@ -1,4 +1,4 @@
-// The HTTP app: request log → contract pages → JSON body parser (nesting bounded) → the validator's
+// The HTTP app: request log → CORS (preflights answered here) → contract pages and metrics → JSON body parser (nesting bounded) → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
 // → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
@@ -21,16 +21,18 @@ import type { Logger } from 'pino';
 import { authenticate, authorize } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
+import { crossOrigin } from './cors.ts';
 import { contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
 import { jsonBody } from './jsonBody.ts';
+import { createMetrics } from './metrics.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
-import { contractRoutes, healthRoutes } from './operations.ts';
+import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
 import { templateRoutes } from './templates/routes.ts';
 import type { Store } from './store/index.ts';
@@ -39,7 +41,7 @@ export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics'>;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
@@ -50,8 +52,12 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.disable('x-powered-by');
   app.set('etag', false);
 
+  const metrics = config.metrics ? createMetrics(store, logger, PAGE_PATHS) : undefined;
   app.use(requestLog(logger), stableQuery);
-  app.use(contractRoutes());
+  if (metrics) app.use(metrics.observe);
+  const cors = crossOrigin(config.corsOrigins, spec);
+  if (cors) app.use(cors);
+  app.use(contractRoutes(metrics));
   app.use(jsonBody(config.bodyLimit, keepRawBody));
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
   app.use(routing);

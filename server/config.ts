@@ -33,6 +33,10 @@ export interface Config {
   /** PostgreSQL: how long to wait for a pooled connection, and for one statement. */
   databaseConnectTimeoutMs: number;
   databaseStatementTimeoutMs: number;
+  /** Origins whose pages may call the API (CORS), or `*` for any; empty, no CORS headers at all. */
+  corsOrigins: string[];
+  /** Whether GET /metrics serves Prometheus metrics. */
+  metrics: boolean;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -60,6 +64,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownGraceMs: integer(env.SHUTDOWN_GRACE_MS, 10_000, 'SHUTDOWN_GRACE_MS'),
     databaseConnectTimeoutMs: integer(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
     databaseStatementTimeoutMs: integer(env.DATABASE_STATEMENT_TIMEOUT_MS, 30_000, 'DATABASE_STATEMENT_TIMEOUT_MS'),
+    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
+    metrics: env.METRICS !== 'off',
   };
 }
 

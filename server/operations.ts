@@ -1,19 +1,27 @@
-// What whoever runs the server needs: the health check, the contract itself, and its reference page.
+// What whoever runs the server needs: the health check, the contract itself, its reference page, and
+// its metrics.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
 import type { OperationHandler } from './api.ts';
 import { specPath } from './contract.ts';
 import { databaseUnavailable } from './errors.ts';
+import type { Metrics } from './metrics.ts';
 import type { Store } from './store/index.ts';
 
 const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
 
-/** Served before the validator: these two are not API operations. */
-export function contractRoutes(): Router {
+/** The paths contractRoutes serves. */
+export const PAGE_PATHS = ['/openapi.yaml', '/docs', '/metrics'] as const;
+
+/** Served before the validator: these are not API operations. /metrics only when `metrics` is given. */
+export function contractRoutes(metrics?: Metrics): Router {
   const spec = readFileSync(specPath);
   const docs = readFileSync(docsPath);
-  return Router()
+  const router = Router();
+  // No key: scrapers carry none, and the figures name no contact, key or message. METRICS=off removes it.
+  if (metrics) router.get('/metrics', metrics.scrape);
+  return router
     .get('/openapi.yaml', (_req, res) => {
       res.type('application/yaml').send(spec);
     })

@@ -137,7 +137,17 @@ export interface Tables {
 export interface Database {
   db: Kysely<Tables>;
   dialect: DialectName;
+  /** PostgreSQL: the connection pool's counts right now, for /metrics; SQLite has no pool. */
+  poolUsage?(): PoolUsage;
   close(): Promise<void>;
+}
+
+export interface PoolUsage {
+  /** Connections open, idle among them, and callers waiting for one; `max` is the pool's size. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 /**
@@ -240,7 +250,8 @@ function openPostgres(connectionString: string, options: DatabaseOptions, logger
   // drops it. This listener only keeps the event from being an uncaught exception.
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', close: () => db.destroy() };
+  const poolUsage = (): PoolUsage => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
+  return { db, dialect: 'postgres', poolUsage, close: () => db.destroy() };
 }
 
 /**

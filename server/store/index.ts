@@ -7,6 +7,7 @@ import { openDatabase, type Database, type DatabaseOptions } from './database.ts
 import { EmailStore, type EmailRecord } from './emails.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
+import { MetricsStore } from './metrics.ts';
 import { TemplateStore } from './templates.ts';
 
 export interface Store {
@@ -17,6 +18,8 @@ export interface Store {
   templates: TemplateStore;
   emails: EmailStore;
   idempotency: IdempotencyStore;
+  /** What GET /metrics reads from the database. */
+  metrics: MetricsStore;
   /**
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
@@ -40,6 +43,7 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     templates: new TemplateStore(database.db),
     emails,
     idempotency,
+    metrics: new MetricsStore(database.db),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.

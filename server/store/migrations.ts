@@ -183,6 +183,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('emails').addColumn('lease_token', 'text').execute();
       },
     },
+    '0005_emails_by_state': {
+      async up(db: Kysely<any>) {
+        // /metrics counts emails and their tries by state at every scrape: this index holds all it
+        // reads, so the count never reads the emails' bodies (a SQLite scan of them blocks the process).
+        await db.schema.createIndex('emails_by_state').on('emails').columns(['last_event', 'attempts']).execute();
+      },
+    },
   };
 }
 
