@@ -1,5 +1,8 @@
-// Configuration comes from environment variables only; README lists them.
+// Configuration comes from environment variables only; README lists them. Each one is checked at
+// start against the rule below: a bad value stops the process with a line naming the variable and
+// what it must be, rather than surfacing later as a confusing failure (or never).
 import { resolve } from 'node:path';
+import { z } from 'zod';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
 
 export interface Config {
@@ -18,6 +21,8 @@ export interface Config {
   rateLimitPerSecond: number;
   /** An smtp:// or smtps:// relay; unset, messages are captured in the store. */
   smtpUrl: string | undefined;
+  /** NODE_ENV=production: capturing messages instead of sending them is then worth a warning. */
+  production: boolean;
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
   delivery: DeliveryOptions;
@@ -39,39 +44,100 @@ export interface Config {
   metrics: boolean;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  return {
-    port: integer(env.PORT, 3000, 'PORT'),
-    host: env.HOST || '127.0.0.1',
-    dataDir: resolve(env.DATA_DIR || './data'),
-    databaseUrl: env.DATABASE_URL || undefined,
-    apiKey: env.MAILROOM_API_KEY || undefined,
-    logLevel: env.LOG_LEVEL || 'info',
-    bodyLimit: env.BODY_LIMIT || '4mb',
-    rateLimitPerSecond: integer(env.RATE_LIMIT_PER_SECOND, 10, 'RATE_LIMIT_PER_SECOND'),
-    smtpUrl: env.SMTP_URL || undefined,
-    deliveryWorker: env.DELIVERY_WORKER !== 'off',
-    delivery: {
-      ...DEFAULT_DELIVERY,
-      maxAttempts: integer(env.DELIVERY_MAX_ATTEMPTS, DEFAULT_DELIVERY.maxAttempts, 'DELIVERY_MAX_ATTEMPTS'),
-      retryBaseMs: integer(env.DELIVERY_RETRY_BASE_MS, DEFAULT_DELIVERY.retryBaseMs, 'DELIVERY_RETRY_BASE_MS'),
-      leaseMs: integer(env.DELIVERY_LEASE_MS, DEFAULT_DELIVERY.leaseMs, 'DELIVERY_LEASE_MS'),
-    },
-    headersTimeoutMs: integer(env.HEADERS_TIMEOUT_MS, 10_000, 'HEADERS_TIMEOUT_MS'),
-    requestTimeoutMs: integer(env.REQUEST_TIMEOUT_MS, 30_000, 'REQUEST_TIMEOUT_MS'),
-    keepAliveTimeoutMs: integer(env.KEEP_ALIVE_TIMEOUT_MS, 5_000, 'KEEP_ALIVE_TIMEOUT_MS'),
-    streamStallTimeoutMs: integer(env.STREAM_STALL_TIMEOUT_MS, 30_000, 'STREAM_STALL_TIMEOUT_MS'),
-    shutdownGraceMs: integer(env.SHUTDOWN_GRACE_MS, 10_000, 'SHUTDOWN_GRACE_MS'),
-    databaseConnectTimeoutMs: integer(env.DATABASE_CONNECT_TIMEOUT_MS, 5_000, 'DATABASE_CONNECT_TIMEOUT_MS'),
-    databaseStatementTimeoutMs: integer(env.DATABASE_STATEMENT_TIMEOUT_MS, 30_000, 'DATABASE_STATEMENT_TIMEOUT_MS'),
-    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
-    metrics: env.METRICS !== 'off',
-  };
+/** A configuration that cannot be used; its message has one line per bad variable. */
+export class ConfigError extends Error {}
+
+/** Values that may hold a password: a bad one is named, never echoed. */
+const SECRET = new Set(['DATABASE_URL', 'SMTP_URL', 'MAILROOM_API_KEY']);
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function whole(fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const rule = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
+  return z
+    .string()
+    .refine((value) => /^\d+$/.test(value) && Number(value) >= min && Number(value) <= max, `must be ${rule}`)
+    .transform(Number)
+    .default(fallback);
 }
 
-function integer(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number, got "${value}"`);
-  return n;
+function url(protocols: string[]) {
+  const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`;
+  return z
+    .string()
+    .refine((value) => URL.canParse(value) && protocols.includes(new URL(value).protocol), rule)
+    .optional();
+}
+
+const environment = z.object({
+  PORT: whole(3000, 0, 65535),
+  HOST: z.string().default('127.0.0.1'),
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  MAILROOM_API_KEY: z.string().optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'must be a size such as 4mb, 512kb or 100000')
+    .default('4mb'),
+  RATE_LIMIT_PER_SECOND: whole(10),
+  SMTP_URL: url(['smtp:', 'smtps:']),
+  NODE_ENV: z.string().optional(),
+  DELIVERY_WORKER: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  DELIVERY_MAX_ATTEMPTS: whole(DEFAULT_DELIVERY.maxAttempts, 1),
+  DELIVERY_RETRY_BASE_MS: whole(DEFAULT_DELIVERY.retryBaseMs),
+  DELIVERY_LEASE_MS: whole(DEFAULT_DELIVERY.leaseMs, 1),
+  HEADERS_TIMEOUT_MS: whole(10_000),
+  REQUEST_TIMEOUT_MS: whole(30_000),
+  KEEP_ALIVE_TIMEOUT_MS: whole(5_000),
+  STREAM_STALL_TIMEOUT_MS: whole(30_000),
+  SHUTDOWN_GRACE_MS: whole(10_000),
+  DATABASE_CONNECT_TIMEOUT_MS: whole(5_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: whole(30_000),
+  // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).
+  CORS_ORIGINS: z.string().default(''),
+  METRICS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+});
+
+/** Reads the configuration from `env`; throws a ConfigError naming every variable that is wrong. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // An empty variable (`PORT=`) means unset, as it always has: the default applies.
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const parsed = environment.safeParse(given);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return SECRET.has(name) ? `${name} ${issue.message}` : `${name} ${issue.message}, got ${JSON.stringify(given[name])}`;
+    });
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: resolve(e.DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    apiKey: e.MAILROOM_API_KEY,
+    logLevel: e.LOG_LEVEL,
+    bodyLimit: e.BODY_LIMIT,
+    rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
+    smtpUrl: e.SMTP_URL,
+    production: e.NODE_ENV === 'production',
+    deliveryWorker: e.DELIVERY_WORKER === 'on',
+    delivery: {
+      ...DEFAULT_DELIVERY,
+      maxAttempts: e.DELIVERY_MAX_ATTEMPTS,
+      retryBaseMs: e.DELIVERY_RETRY_BASE_MS,
+      leaseMs: e.DELIVERY_LEASE_MS,
+    },
+    headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,
+    streamStallTimeoutMs: e.STREAM_STALL_TIMEOUT_MS,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+    databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    corsOrigins: e.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter(Boolean),
+    metrics: e.METRICS === 'on',
+  };
 }

@@ -35,7 +35,16 @@ if (values.help) {
 }
 const [command, id] = positionals;
 
-const store = await openStore(loadConfig());
+function config() {
+  try {
+    return loadConfig();
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
+const store = await openStore(config());
 try {
   switch (command) {
     case 'create': {

@@ -20,8 +20,10 @@ try {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    const asked = performance.now();
     try {
       await Promise.all([running.close(), delivery?.stop(config.shutdownGraceMs)]);
+      running.logger.info({ drainMs: Math.round(performance.now() - asked) }, 'Mailroom stopped');
       running.logger.flush();
       process.exit(0);
     } catch (error) {

@@ -3,24 +3,39 @@
 // never holds up a request. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort } from 'node:worker_threads';
 import { pino } from 'pino';
-import { loadConfig } from './config.ts';
+import { loadConfig, type Config } from './config.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { openStore } from './store/index.ts';
 
-const config = loadConfig();
+const config = configOrExit();
 const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false })).child({ role: 'delivery' });
+if (!config.smtpUrl && config.production) {
+  // The capture transport is for development and tests: in production it would lose mail quietly.
+  logger.warn('SMTP_URL is not set: messages are captured in the store and marked delivered, not sent');
+}
 const store = await openStore(config, logger);
 const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery);
 worker.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    process.stderr.write(`Mailroom's delivery worker could not start: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 let stopping = false;
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
+  const asked = performance.now();
   await worker.stop();
   await store.close();
+  logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();
   if (parentPort) parentPort.close();
   else process.exit(0);

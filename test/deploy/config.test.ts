@@ -1,0 +1,92 @@
+// Start-up configuration: every variable README lists keeps its default, a bad value stops the
+// process with a line naming the variable and what it must be, and capturing messages in production
+// is said loudly.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { startServerProcess } from '../support/process.ts';
+
+const run = promisify(execFile);
+const root = new URL('../..', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-config-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+describe('loadConfig', () => {
+  it('keeps the defaults README lists, and treats an empty variable as unset', () => {
+    const config = loadConfig({ PORT: '', SMTP_URL: '' });
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      databaseUrl: undefined,
+      logLevel: 'info',
+      bodyLimit: '4mb',
+      rateLimitPerSecond: 10,
+      smtpUrl: undefined,
+      deliveryWorker: true,
+      delivery: { maxAttempts: 8, retryBaseMs: 2000, leaseMs: 60_000 },
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5000,
+      streamStallTimeoutMs: 30_000,
+      shutdownGraceMs: 10_000,
+      databaseConnectTimeoutMs: 5000,
+      databaseStatementTimeoutMs: 30_000,
+    });
+    expect(config.dataDir).toBe(join(process.cwd(), 'data'));
+  });
+
+  it('reads what is given', () => {
+    const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://u@db/mailroom', SMTP_URL: 'smtps://relay:465', DELIVERY_WORKER: 'off', LOG_LEVEL: 'warn', BODY_LIMIT: '512kb' });
+    expect(config).toMatchObject({ port: 8080, databaseUrl: 'postgres://u@db/mailroom', smtpUrl: 'smtps://relay:465', deliveryWorker: false, logLevel: 'warn', bodyLimit: '512kb' });
+  });
+
+  it.each([
+    ['PORT', 'abc', /PORT must be a whole number from 0 to 65535, got "abc"/],
+    ['PORT', '70000', /PORT must be a whole number from 0 to 65535, got "70000"/],
+    ['SHUTDOWN_GRACE_MS', '10s', /SHUTDOWN_GRACE_MS must be a whole number of at least 0, got "10s"/],
+    ['RATE_LIMIT_PER_SECOND', '-1', /RATE_LIMIT_PER_SECOND must be a whole number/],
+    ['DELIVERY_MAX_ATTEMPTS', '0', /DELIVERY_MAX_ATTEMPTS must be a whole number of at least 1/],
+    ['DELIVERY_WORKER', 'no', /DELIVERY_WORKER must be on or off, got "no"/],
+    ['LOG_LEVEL', 'verbose', /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/],
+    ['BODY_LIMIT', 'lots', /BODY_LIMIT must be a size such as 4mb/],
+    ['SMTP_URL', 'relay.example.com:25', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\//],
+    ['DATABASE_URL', 'mysql://u:secret@db/x', /DATABASE_URL must be a URL starting with postgres:\/\/ or postgresql:\/\//],
+  ])('refuses %s=%s, saying what it must be', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+
+  it('names every bad variable at once, and never echoes one that may hold a password', () => {
+    let message = '';
+    try {
+      loadConfig({ PORT: 'x', DATABASE_URL: 'mysql://u:secret@db/x' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/PORT/);
+    expect(message).toMatch(/DATABASE_URL/);
+    expect(message).not.toContain('secret');
+  });
+});
+
+describe('the server process', () => {
+  it('stops at start with code 1 and a message naming a bad variable', async () => {
+    const failed = await run(process.execPath, ['build/main.js'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, PORT: 'eighty' } }).catch((error) => error);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/Mailroom could not start: invalid configuration:\n\s+PORT must be a whole number from 0 to 65535, got "eighty"/);
+  });
+
+  it('warns when NODE_ENV=production and no SMTP_URL is set: messages are captured, not sent', async () => {
+    const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: '' });
+    try {
+      for (let i = 0; i < 200 && !/"level":40.*SMTP_URL/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 25));
+      expect(server.output()).toMatch(/"level":40.*"msg":"SMTP_URL is not set: messages are captured in the store and marked delivered, not sent/);
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+    }
+  });
+});
