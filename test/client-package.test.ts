@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { backends } from './support/backends.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
@@ -90,10 +90,10 @@ let installed: string[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mailroom-client-package-'));
-  const { stdout } = await run('npm', ['pack', '-w', 'client', '--pack-destination', dir, '--json'], { cwd: root, env });
-  const [{ filename }] = JSON.parse(stdout) as { filename: string }[];
+  // Packed once for every suite by the global setup (test/support/build.ts).
+  const { tarball } = inject('clientPackage');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${filename}`], { cwd: dir, env });
+  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: dir, env });
   installed = readdirSync(join(dir, 'node_modules')).filter((name) => !name.startsWith('.'));
 
   writeFileSync(join(dir, 'consumer.ts'), consumerTs);

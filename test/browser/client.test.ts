@@ -1,4 +1,4 @@
-// The client in a real browser: mailroom-client bundled for the browser with esbuild, in a page served
+// The client in a real browser: the packed mailroom-client bundled for the browser with esbuild, in a page served
 // from another origin (another port on 127.0.0.1), run in headless Chromium against a live server.
 // With CORS_ORIGINS naming the page's origin the page creates and lists contacts, sends a batch (with
 // Idempotency-Key and x-batch-validation, so a preflight) and reads the rate-limit headers; without
@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -51,9 +51,10 @@ let browser: Browser | undefined;
 beforeAll(async () => {
   if (!present) return;
   const built = await build({
-    stdin: { contents: pageJs, resolveDir: root, loader: 'js' },
-    // The package's own source, as its dist is built from it; client-package.test.ts covers the packed files.
-    alias: { 'mailroom-client': join(root, 'client/index.ts') },
+    // The package as published: packed once by the global setup (test/support/build.ts) and unpacked
+    // into a node_modules of its own; its one dependency, openapi-fetch, comes from this project's.
+    stdin: { contents: pageJs, resolveDir: inject('clientPackage').folder, loader: 'js' },
+    nodePaths: [join(root, 'node_modules')],
     bundle: true,
     platform: 'browser',
     format: 'esm',
