@@ -534,10 +534,11 @@ export interface components {
         /**
          * @description The latest delivery event: `queued` on acceptance, `sent` once a relay took it,
          *     `delivered` once the relay confirmed it, `delivery_delayed` while retrying a temporary
-         *     failure, `failed` when delivery was given up.
+         *     failure, `failed` when delivery was given up, `canceled` when it was withdrawn before it
+         *     went out (its broadcast was canceled, or its contact left the list first).
          * @enum {string}
          */
-        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "failed";
+        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "failed" | "canceled";
         /** @description A message for every contact of one segment. */
         Broadcast: {
             /**

@@ -16,7 +16,7 @@ export function broadcastRoutes(store: Store): Router {
     }
     const badAddress = invalidMailbox('from', [from]) ?? invalidMailbox('reply_to', mailboxList(reply_to));
     if (badAddress) throw invalid(badAddress);
-    const record: BroadcastRecord = {
+    const record = {
       id: randomUUID(),
       name: name ?? 'Untitled',
       segment_id: (segment_id ?? audience_id)!,
@@ -26,7 +26,7 @@ export function broadcastRoutes(store: Store): Router {
       preview_text: preview_text ?? null,
       html: html ?? null,
       text: text ?? null,
-      status: 'draft',
+      status: 'draft' as const,
       topic_id: topic_id ?? null,
       created_at: new Date().toISOString(),
       scheduled_at: null,

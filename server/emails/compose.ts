@@ -70,6 +70,8 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     last_error: null,
     created_at: at,
     updated_at: at,
+    broadcast_id: null,
+    contact_id: null,
   };
 }
 

@@ -1,5 +1,5 @@
 // Broadcasts.
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { BroadcastTable, Tables } from './database.ts';
 import { prepared } from './prepared.ts';
 
@@ -12,7 +12,7 @@ export class BroadcastStore {
     this.byId = prepared(this.db, (id) => this.db.selectFrom('broadcasts').selectAll().where('id', '=', id));
   }
 
-  async insert(record: BroadcastRecord): Promise<void> {
+  async insert(record: Insertable<BroadcastTable>): Promise<void> {
     await this.db.insertInto('broadcasts').values(record).execute();
   }
 

@@ -51,6 +51,51 @@ export interface BroadcastTable {
   created_at: string;
   scheduled_at: string | null;
   sent_at: string | null;
+  /** The fan-out's claim: who holds it and until when (see the broadcast worker). */
+  lease_token: Generated<string | null>;
+  lease_expires_at: Generated<string | null>;
+  /** The last contact id (in segment order) whose email the fan-out has written; it resumes after it. */
+  fanout_after: Generated<string | null>;
+}
+
+export interface SegmentTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+/** A contact's membership of a segment. */
+export interface SegmentContactTable {
+  segment_id: string;
+  contact_id: string;
+  /** The contact's own created_at, copied (it never changes) so that members list newest first by index. */
+  contact_created_at: string;
+  /** When the contact joined the segment. */
+  created_at: string;
+}
+
+export interface TopicTable {
+  id: string;
+  name: string;
+  description: string | null;
+  /** What a contact with no subscription row of its own gets. */
+  default_subscription: 'opt_in' | 'opt_out';
+  visibility: 'public' | 'private';
+  created_at: string;
+}
+
+/** A contact's own choice for one topic; without a row, the topic's default holds. */
+export interface ContactTopicTable {
+  contact_id: string;
+  topic_id: string;
+  subscription: 'opt_in' | 'opt_out';
+  updated_at: string;
+}
+
+/** Values the server keeps for itself, such as a generated signing secret. */
+export interface SettingTable {
+  name: string;
+  value: string;
 }
 
 export interface TemplateTable {
@@ -73,7 +118,7 @@ export interface TemplateTable {
   published_at: string | null;
 }
 
-export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'failed';
+export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'failed' | 'canceled';
 
 export interface EmailTable {
   id: string;
@@ -100,6 +145,9 @@ export interface EmailTable {
   updated_at: string;
   /** Names the claim that holds the email, while one does; set by the outbox, never on insert. */
   lease_token: Generated<string | null>;
+  /** A broadcast's email: its content is the broadcast's, personalized for the contact at delivery. */
+  broadcast_id: Generated<string | null>;
+  contact_id: Generated<string | null>;
 }
 
 export interface CapturedMessageTable {
@@ -132,6 +180,11 @@ export interface Tables {
   emails: EmailTable;
   captured_messages: CapturedMessageTable;
   idempotency_records: IdempotencyRecordTable;
+  segments: SegmentTable;
+  segment_contacts: SegmentContactTable;
+  topics: TopicTable;
+  contact_topics: ContactTopicTable;
+  settings: SettingTable;
 }
 
 export interface Database {

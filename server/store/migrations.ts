@@ -190,6 +190,74 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('emails_by_state').on('emails').columns(['last_event', 'attempts']).execute();
       },
     },
+    '0006_segments_topics_broadcast_fanout': {
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema
+            .createTable('segments')
+            .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+            .addColumn('name', 'text', (c) => c.notNull())
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .execute();
+          await db.schema.createIndex('segments_newest_first').on('segments').columns(['created_at', 'id']).execute();
+
+          // The primary key is the fan-out's walk (one segment, contact by contact); the second index
+          // lists a segment's members newest first, as /contacts does; the third a contact's segments.
+          await db.schema
+            .createTable('segment_contacts')
+            .addColumn('segment_id', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('contact_id', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('contact_created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addPrimaryKeyConstraint('segment_contacts_pk', ['segment_id', 'contact_id'])
+            .execute();
+          await db.schema.createIndex('segment_contacts_newest_first').on('segment_contacts').columns(['segment_id', 'contact_created_at', 'contact_id']).execute();
+          await db.schema.createIndex('segment_contacts_by_contact').on('segment_contacts').columns(['contact_id', 'created_at', 'segment_id']).execute();
+
+          await db.schema
+            .createTable('topics')
+            .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+            .addColumn('name', 'text', (c) => c.notNull())
+            .addColumn('description', 'text')
+            .addColumn('default_subscription', 'text', (c) => c.notNull())
+            .addColumn('visibility', 'text', (c) => c.notNull())
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .execute();
+          await db.schema.createIndex('topics_newest_first').on('topics').columns(['created_at', 'id']).execute();
+
+          await db.schema
+            .createTable('contact_topics')
+            .addColumn('contact_id', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('topic_id', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('subscription', 'text', (c) => c.notNull())
+            .addColumn('updated_at', 'text', (c) => c.notNull())
+            .addPrimaryKeyConstraint('contact_topics_pk', ['contact_id', 'topic_id'])
+            .execute();
+
+          await db.schema.createTable('settings').addColumn('name', 'text', (c) => c.primaryKey()).addColumn('value', 'text', (c) => c.notNull()).execute();
+
+          await db.schema.alterTable('broadcasts').addColumn('lease_token', 'text').execute();
+          await db.schema.alterTable('broadcasts').addColumn('lease_expires_at', 'text').execute();
+          await db.schema.alterTable('broadcasts').addColumn('fanout_after', 'text').execute();
+          if (dialect === 'postgres') {
+            // Byte order, as SQLite compares, for the keyset walk of the broadcast list.
+            await sql`alter table broadcasts alter column id type text collate "C", alter column created_at type text collate "C"`.execute(db);
+          }
+          await db.schema.createIndex('broadcasts_newest_first').on('broadcasts').columns(['created_at', 'id']).execute();
+
+          // One email per (broadcast, contact): a fan-out that runs again after a crash writes nobody twice.
+          await db.schema.alterTable('emails').addColumn('broadcast_id', 'text').execute();
+          await db.schema.alterTable('emails').addColumn('contact_id', 'text').execute();
+          await db.schema
+            .createIndex('emails_broadcast_recipient')
+            .unique()
+            .on('emails')
+            .columns(['broadcast_id', 'contact_id'])
+            .where(sql.ref('broadcast_id'), 'is not', null)
+            .execute();
+        });
+      },
+    },
   };
 }
 
