@@ -222,6 +222,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/unsubscribe/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token of a broadcast email's unsubscribe link, as the link gives it.
+                 * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
+                 */
+                token: components["parameters"]["UnsubscribeTokenPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Show the unsubscribe page
+         * @description Shows the page behind a broadcast email's unsubscribe link, naming what the reader would leave, with a button that unsubscribes; opening it changes nothing, because link scanners open every link in a message.
+         */
+        get: operations["getUnsubscribePage"];
+        put?: never;
+        /**
+         * Unsubscribe
+         * @description Unsubscribes the contact the link names at once, from the broadcast's topic or else from all email, as mail clients' one-click unsubscribe (RFC 8058) and the page's button ask; doing it again changes nothing.
+         */
+        post: operations["unsubscribeOneClick"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -511,6 +541,11 @@ export interface components {
              */
             object: "email";
             id: components["schemas"]["Uuid"];
+            /**
+             * @description The broadcast this email is one of, or null for an email sent on its own. A broadcast's
+             *     email shows the broadcast's content as personalized for its contact.
+             */
+            broadcast_id: components["schemas"]["Uuid"] | null;
             from: components["schemas"]["Mailbox"];
             to: components["schemas"]["MailboxList"];
             /** @description The subject line as sent. */
@@ -682,6 +717,24 @@ export interface components {
             /** @description The variables the template declares. */
             variables?: components["schemas"]["TemplateVariable"][];
         };
+        /**
+         * @description Names a contact and what the link unsubscribes it from (a topic, or all email), signed by the
+         *     server; one that was not made by the server, or was changed, is not found.
+         * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
+         */
+        UnsubscribeToken: string;
+        /** @description What a one-click unsubscribe sends; fields other than `List-Unsubscribe` are ignored. */
+        UnsubscribeForm: {
+            /**
+             * @description Always `One-Click`.
+             * @constant
+             */
+            "List-Unsubscribe"?: "One-Click";
+        } & {
+            [key: string]: string;
+        };
+        /** @description A small self-contained HTML page, in English. */
+        UnsubscribeHtml: string;
         /** @description This process's state. */
         Health: {
             /**
@@ -837,6 +890,54 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The page, with a button that unsubscribes. */
+        UnsubscribePage: {
+            headers: {
+                /** @description The page loads nothing and may only post its own form back. */
+                "Content-Security-Policy"?: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+                /** @description The page is never stored. */
+                "Cache-Control"?: "no-store";
+                /** @description The link, which unsubscribes, is never sent on as a referrer. */
+                "Referrer-Policy"?: "no-referrer";
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["UnsubscribeHtml"];
+            };
+        };
+        /** @description The contact is unsubscribed (or already was); the page says so. */
+        Unsubscribed: {
+            headers: {
+                /** @description The page loads nothing and may only post its own form back. */
+                "Content-Security-Policy"?: "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'";
+                /** @description The page is never stored. */
+                "Cache-Control"?: "no-store";
+                /** @description The link, which unsubscribes, is never sent on as a referrer. */
+                "Referrer-Policy"?: "no-referrer";
+                [name: string]: unknown;
+            };
+            content: {
+                "text/html": components["schemas"]["UnsubscribeHtml"];
+            };
+        };
+        /** @description The link was not made by this server, was changed, or names a contact that no longer exists. */
+        UnsubscribeLinkNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The body is neither a URL-encoded form nor a multipart form. */
+        UnsupportedFormType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Too many requests with this API key; wait as `Retry-After` says. */
         TooManyRequests: {
             headers: {
@@ -926,6 +1027,11 @@ export interface components {
          * @example welcome-email
          */
         TemplateIdPath: string;
+        /**
+         * @description The token of a broadcast email's unsubscribe link, as the link gives it.
+         * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
+         */
+        UnsubscribeTokenPath: components["schemas"]["UnsubscribeToken"];
     };
     requestBodies: never;
     headers: {
@@ -1471,6 +1577,63 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getUnsubscribePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token of a broadcast email's unsubscribe link, as the link gives it.
+                 * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
+                 */
+                token: components["parameters"]["UnsubscribeTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["UnsubscribePage"];
+            404: components["responses"]["UnsubscribeLinkNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    unsubscribeOneClick: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token of a broadcast email's unsubscribe link, as the link gives it.
+                 * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
+                 */
+                token: components["parameters"]["UnsubscribeTokenPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * @description `List-Unsubscribe=One-Click`, as mail clients send it (RFC 8058) and the page's form does, in
+         *     either form encoding; or nothing at all. Only the link says who leaves what.
+         */
+        requestBody?: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["UnsubscribeForm"];
+                "multipart/form-data": components["schemas"]["UnsubscribeForm"];
+            };
+        };
+        responses: {
+            200: components["responses"]["Unsubscribed"];
+            404: components["responses"]["UnsubscribeLinkNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedFormType"];
+            422: components["responses"]["UnprocessableEntity"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["UnexpectedError"];

@@ -19,6 +19,7 @@ import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
 import { authenticate, authorize } from './auth.ts';
+import { BroadcastMail, type UnsubscribeLinks } from './broadcasts/mail.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
@@ -36,17 +37,20 @@ import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
 import { templateRoutes } from './templates/routes.ts';
 import type { Store } from './store/index.ts';
+import { unsubscribeForm, unsubscribeRoutes } from './unsubscribe/routes.ts';
 
 export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
   config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics'>;
+  /** What unsubscribe links are made and checked with. */
+  links: UnsubscribeLinks;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
 
-export function createApp({ spec, store, logger, config, extraRoutes }: AppOptions): Express {
+export function createApp({ spec, store, logger, config, links, extraRoutes }: AppOptions): Express {
   const compile = schemaCompiler(spec);
   const app = express();
   app.disable('x-powered-by');
@@ -59,6 +63,8 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   if (cors) app.use(cors);
   app.use(contractRoutes(metrics));
   app.use(jsonBody(config.bodyLimit, keepRawBody));
+  // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
+  app.use('/unsubscribe', unsubscribeForm());
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
   app.use(routing);
   app.use(checkResponse);
@@ -71,8 +77,9 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use('/health', healthRoutes(store));
   app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger }), compile('/components/schemas/ContactProperties')));
   app.use('/broadcasts', broadcastRoutes(store));
-  app.use('/emails', emailRoutes(store));
+  app.use('/emails', emailRoutes(store, new BroadcastMail(store, links)));
   app.use('/templates', templateRoutes(store));
+  app.use('/unsubscribe', unsubscribeRoutes(store, links.tokens));
   app.use(errorHandler(spec, logger));
   return app;
 }
@@ -85,6 +92,9 @@ export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
     validateResponses: true,
     validateSecurity: false, // authenticate() does it, with the contract's error names
     ignoreUndocumented: false,
+    // Multipart bodies are read (by multer) only for the one operation that takes them, the one-click
+    // unsubscribe: a few short fields, never a file, so a body cannot grow past a few kilobytes.
+    fileUploader: { limits: { files: 0, fileSize: 0, parts: 20, fields: 20, fieldNameSize: 100, fieldSize: 1000, headerPairs: 20 } },
     ...VALIDATOR_FORMATS, // the formats schemaCompiler uses
   };
 }

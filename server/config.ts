@@ -2,6 +2,7 @@
 // start against the rule below: a bad value stops the process with a line naming the variable and
 // what it must be, rather than surfacing later as a confusing failure (or never).
 import { resolve } from 'node:path';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
 
@@ -42,13 +43,20 @@ export interface Config {
   corsOrigins: string[];
   /** Whether GET /metrics serves Prometheus metrics. */
   metrics: boolean;
+  /**
+   * The URL people reach this server at, without a trailing slash: unsubscribe links start with it.
+   * Unset, the server's own URL (http://HOST:PORT) is used.
+   */
+  publicUrl: string | undefined;
+  /** The secret unsubscribe links are signed with; unset, one is generated and kept in the store. */
+  unsubscribeSecret: string | undefined;
 }
 
 /** A configuration that cannot be used; its message has one line per bad variable. */
 export class ConfigError extends Error {}
 
 /** Values that may hold a password: a bad one is named, never echoed. */
-const SECRET = new Set(['DATABASE_URL', 'SMTP_URL', 'MAILROOM_API_KEY']);
+const SECRET = new Set(['DATABASE_URL', 'SMTP_URL', 'MAILROOM_API_KEY', 'UNSUBSCRIBE_SECRET']);
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function whole(fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
@@ -97,6 +105,17 @@ const environment = z.object({
   // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).
   CORS_ORIGINS: z.string().default(''),
   METRICS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  // Links in emails are followed from anywhere: an absolute http(s) URL, with nothing after its path.
+  PUBLIC_URL: z
+    .string()
+    .refine((value) => {
+      if (!URL.canParse(value)) return false;
+      const parsed = new URL(value);
+      return ['http:', 'https:'].includes(parsed.protocol) && !value.includes('?') && !value.includes('#') && !parsed.username && !parsed.password;
+    }, 'must be an absolute http:// or https:// URL without a query, a fragment or credentials')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
+  UNSUBSCRIBE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
 });
 
 /** Reads the configuration from `env`; throws a ConfigError naming every variable that is wrong. */
@@ -139,5 +158,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     corsOrigins: e.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter(Boolean),
     metrics: e.METRICS === 'on',
+    publicUrl: e.PUBLIC_URL,
+    unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
   };
+}
+
+/** In production, unsubscribe links over plain http are worth a line: mail providers expect https (RFC 8058). */
+export function warnOfPlainHttp(config: Config, publicUrl: string, logger: Logger): void {
+  if (config.production && !publicUrl.startsWith('https://')) {
+    logger.warn({ publicUrl }, 'PUBLIC_URL is not https: unsubscribe links in broadcast emails should be https; set PUBLIC_URL');
+  }
 }

@@ -74,6 +74,8 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
       return new ApiError(415, 'unsupported_media_type', e.message);
   }
   const fromResponse = e.errors?.some((item) => item.path.startsWith('/response'));
+  // The validator's multipart reader (multer) reports a form it cannot parse as a 500 of its own.
+  if (!fromResponse && e.status === 500 && req.is('multipart/form-data')) return invalid('The body is not a well-formed multipart/form-data form.');
   switch (!fromResponse && e.status) {
     case 400:
       return requestValidationError(e, req, spec);
@@ -86,7 +88,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     case 413:
       return new ApiError(413, 'payload_too_large', 'The body is too large.');
     case 415:
-      return new ApiError(415, 'unsupported_media_type', 'The body must be sent as `application/json`.');
+      return new ApiError(415, 'unsupported_media_type', `The body must be sent as ${acceptedTypes(req)}.`);
   }
   return new ApiError(500, 'internal_server_error', 'An unexpected error occurred.');
 }
@@ -147,6 +149,13 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   const first = errors[0]!;
   const type = first.keyword === 'type' ? TYPE_NAMES[String(first.params.type)] : undefined;
   return `The \`${field(first.instancePath) || 'email'}\` ${type ? `must be ${type}` : first.message}.`;
+}
+
+/** The media types the operation's request body may have, as a message names them. */
+function acceptedTypes(req: Request): string {
+  const content = (req as Request & { openapi?: { schema?: { requestBody?: { content?: object } } } }).openapi?.schema?.requestBody?.content;
+  const types = content ? Object.keys(content) : ['application/json'];
+  return types.map((type) => `\`${type}\``).join(' or ');
 }
 
 function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any {

@@ -9,9 +9,10 @@ import { startServer } from './server.ts';
 try {
   const config = loadConfig();
   const running = await startServer(config);
-  // Beside main.js in the build; the thread reads the same environment.
+  // Beside main.js in the build; the thread reads the same environment, and is told the public URL
+  // (with PORT=0, only the listening server knows its port).
   const delivery = config.deliveryWorker
-    ? superviseThread(() => new Worker(new URL('./worker.js', import.meta.url)), running.logger.child({ role: 'supervisor' }))
+    ? superviseThread(() => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl } }), running.logger.child({ role: 'supervisor' }))
     : undefined;
   if (running.createdKey) {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);

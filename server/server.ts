@@ -5,12 +5,18 @@ import type express from 'express';
 import { pino, type Logger } from 'pino';
 import { ensureKey } from './apiKeys.ts';
 import { createApp } from './app.ts';
-import type { Config } from './config.ts';
+import type { UnsubscribeLinks } from './broadcasts/mail.ts';
+import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
+import { warnOfPlainHttp, type Config } from './config.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
 
 export interface RunningServer {
   url: string;
+  /** Where people reach the server: PUBLIC_URL, or `url`. Unsubscribe links start with it. */
+  publicUrl: string;
+  /** What this server makes unsubscribe links with; a delivery worker beside it needs the same. */
+  links: UnsubscribeLinks;
   store: Store;
   logger: Logger;
   /** A key created because the store had none; print it once. */
@@ -33,13 +39,20 @@ export async function startServer(
   const store = await openStore(config, logger);
   try {
     const createdKey = await ensureKey(store, config.apiKey);
-    const app = createApp({ spec, store, logger, config, extraRoutes: options.extraRoutes });
+    // Known once the server listens, when PORT=0 let the system choose; no request is served before.
+    let publicUrl = config.publicUrl ?? '';
+    const links: UnsubscribeLinks = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
+    const app = createApp({ spec, store, logger, config, links, extraRoutes: options.extraRoutes });
     const server = await listen(app, config);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host}:${port}`;
+    publicUrl ||= defaultPublicUrl(config.host, port);
+    warnOfPlainHttp(config, publicUrl, logger);
     logger.info({ url, database: store.database.dialect }, 'Mailroom is listening');
     return {
       url,
+      publicUrl,
+      links,
       store,
       logger,
       createdKey,

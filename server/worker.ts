@@ -1,9 +1,10 @@
 // The delivery worker on its own: `npm run worker` runs it as a process (start any number of them on
 // PostgreSQL), and `npm start` runs it in a thread beside the HTTP server, so that building messages
 // never holds up a request. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
-import { loadConfig, type Config } from './config.ts';
+import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
+import { loadConfig, warnOfPlainHttp, type Config } from './config.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { openStore } from './store/index.ts';
@@ -14,8 +15,13 @@ if (!config.smtpUrl && config.production) {
   // The capture transport is for development and tests: in production it would lose mail quietly.
   logger.warn('SMTP_URL is not set: messages are captured in the store and marked delivered, not sent');
 }
+// In a thread, the server says where it listens (it may have been given port 0); a process of its own
+// has PUBLIC_URL, or HOST and PORT as the server it works for was given them.
+const publicUrl: string = config.publicUrl ?? (workerData as { publicUrl?: string } | null)?.publicUrl ?? defaultPublicUrl(config.host, config.port);
+if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const store = await openStore(config, logger);
-const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery);
+const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
+const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery, links);
 worker.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 

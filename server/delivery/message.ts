@@ -9,8 +9,9 @@ import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { EmailRecord } from '../store/emails.ts';
 
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
-// the request path: html-to-text costs milliseconds per message.
-const plainText = compile({ wordwrap: 78 });
+// the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
+// html template (server/broadcasts/personalize.ts).
+export const plainText = compile({ wordwrap: 78 });
 
 /** A stored email that no message can be built from, such as one accepted before a rule it breaks. */
 export class UnsendableEmail extends Error {}

@@ -4,8 +4,14 @@
 // fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
 // outcome (its workers died with it) fails too. Messages are built here (server/delivery/message.ts),
 // not on the request path: making plain text from HTML costs milliseconds per message.
+//
+// A broadcast's email is checked again and personalized here (server/broadcasts/mail.ts): a contact
+// that was deleted, unsubscribed or left the topic since the fan-out is not sent to, and the email
+// ends `canceled`. A batch without broadcast emails costs no query more than before.
 import type { Logger } from 'pino';
 import type { SendMailOptions } from 'nodemailer';
+import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
+import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import { toMessage } from './message.ts';
@@ -43,12 +49,18 @@ export class DeliveryWorker {
   private readonly commits = new Map<Delivery, Promise<string[]>>();
   private stopping = false;
   private lastPurge = 0;
+  private broadcastMail: Promise<BroadcastMail> | undefined;
 
+  /**
+   * `links` makes the unsubscribe URLs of broadcast emails; without it they are signed with the
+   * secret kept in the store, under the default public URL.
+   */
   constructor(
     private readonly store: Store,
     private readonly transport: Transport,
     private readonly logger: Logger,
     private readonly options: DeliveryOptions = DEFAULT_DELIVERY,
+    private readonly links?: UnsubscribeLinks,
   ) {}
 
   start(): void {
@@ -65,8 +77,19 @@ export class DeliveryWorker {
   /** Claims one batch and delivers it; returns how many emails it handled. */
   async runOnce(now = new Date()): Promise<number> {
     const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
-    await Promise.all(emails.map((email) => this.deliver(email)));
+    const broadcast = emails.some((email) => email.broadcast_id !== null) ? await (await this.broadcasts()).forDelivery(emails) : undefined;
+    await Promise.all(emails.map((email) => this.deliver(email, broadcast?.get(email.id))));
     return emails.length;
+  }
+
+  private broadcasts(): Promise<BroadcastMail> {
+    this.broadcastMail ??= (async () => {
+      const links = this.links ?? { tokens: await unsubscribeTokens(this.store, undefined), publicUrl: () => defaultPublicUrl('127.0.0.1', 3000) };
+      return new BroadcastMail(this.store, links);
+    })();
+    // A failure (the database away at the first broadcast email) is tried again next round.
+    this.broadcastMail.catch(() => (this.broadcastMail = undefined));
+    return this.broadcastMail;
   }
 
   /**
@@ -113,14 +136,17 @@ export class DeliveryWorker {
     }
   }
 
-  private async deliver(email: ClaimedEmail): Promise<void> {
+  /** `broadcast` is what became of a broadcast email before sending: its message, or why it is not sent. */
+  private async deliver(email: ClaimedEmail, broadcast?: BroadcastOutcome): Promise<void> {
+    if (broadcast && 'cancel' in broadcast) return this.cancel(email, broadcast.cancel);
     if (email.attempts > this.options.maxAttempts) {
       const reason = `no outcome was recorded in ${this.options.maxAttempts} attempts${email.last_error ? `; the last error: ${email.last_error}` : ''}`;
       return this.fail(email, reason.slice(0, 500));
     }
+    if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
     let message: SendMailOptions;
     try {
-      message = toMessage(email);
+      message = toMessage(broadcast ? broadcast.send : email);
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
@@ -139,13 +165,20 @@ export class DeliveryWorker {
     }
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
-    const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text: typeof message.text === 'string' ? message.text : null, raw };
+    // A broadcast email keeps no copy of its body: it is personalized again when read back.
+    const text = !broadcast && typeof message.text === 'string' ? message.text : null;
+    const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text, raw };
     await this.persist(email, () => this.record(delivery));
   }
 
   private async fail(email: ClaimedEmail, reason: string): Promise<void> {
     this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
     if (!(await this.persist(email, () => this.store.emails.markFailed(email, reason, new Date())))) this.leaseLost(email.id, 'failed');
+  }
+
+  private async cancel(email: ClaimedEmail, reason: string): Promise<void> {
+    this.logger.info({ emailId: email.id, reason }, 'delivery canceled');
+    if (!(await this.persist(email, () => this.store.emails.markCanceled(email, reason, new Date())))) this.leaseLost(email.id, 'canceled');
   }
 
   /**

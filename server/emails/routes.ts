@@ -1,6 +1,9 @@
-// Emails: send one, send a batch, retrieve one with its last delivery event.
+// Emails: send one, send a batch, retrieve one with its last delivery event. A broadcast's email
+// keeps no body of its own: it reads back with the broadcast's content personalized for its contact.
 import { Router, type Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
+import type { BroadcastMail } from '../broadcasts/mail.ts';
+import type { Personalized } from '../broadcasts/personalize.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
@@ -8,7 +11,7 @@ import type { Store } from '../store/index.ts';
 import { composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 
-export function emailRoutes(store: Store): Router {
+export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
     const claim = res.locals.idempotency;
@@ -34,25 +37,27 @@ export function emailRoutes(store: Store): Router {
   const getEmail: OperationHandler<'getEmail'> = async (req, res) => {
     const record = await store.emails.find(req.params.email_id);
     if (!record) throw notFound('Email');
-    res.json(toEmail(record));
+    res.json(toEmail(record, record.broadcast_id === null ? undefined : await broadcastMail.forReading(record)));
   };
 
   return Router().post('/', sendEmail).post('/batch', sendBatchEmails).get('/:email_id', getEmail);
 }
 
-function toEmail(record: EmailRecord): Schemas['Email'] {
+function toEmail(record: EmailRecord, personalized: Personalized | undefined): Schemas['Email'] {
   const list = (json: string | null) => (json === null ? null : JSON.parse(json));
+  const content = personalized ?? record;
   return {
     object: 'email',
     id: record.id,
+    broadcast_id: record.broadcast_id,
     from: record.from_address,
     to: JSON.parse(record.to_addresses),
-    subject: record.subject,
+    subject: content.subject,
     cc: list(record.cc),
     bcc: list(record.bcc),
     reply_to: list(record.reply_to),
-    html: record.html,
-    text: record.text === '' ? null : record.text,
+    html: content.html,
+    text: content.text === '' ? null : content.text,
     ...(record.tags !== null && { tags: JSON.parse(record.tags) }),
     created_at: record.created_at,
     scheduled_at: null,

@@ -102,6 +102,16 @@ export class EmailStore {
     return Number(result.numUpdatedRows) === 1;
   }
 
+  /** Withdraws the email before it goes out (its contact left the list); false if the lease no longer holds. */
+  async markCanceled(lease: Lease, reason: string, at: Date): Promise<boolean> {
+    const result = await this.db
+      .updateTable('emails')
+      .where(heldBy(lease))
+      .set({ last_event: 'canceled', last_error: reason, updated_at: at.toISOString(), lease_token: null })
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
   capturedMessage(id: string): Promise<string | undefined> {
     return this.db.selectFrom('captured_messages').select('raw').where('email_id', '=', id).executeTakeFirst().then((r) => r?.raw);
   }

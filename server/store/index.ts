@@ -8,6 +8,8 @@ import { EmailStore, type EmailRecord } from './emails.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
+import { RecipientStore } from './recipients.ts';
+import { SettingStore } from './settings.ts';
 import { TemplateStore } from './templates.ts';
 
 export interface Store {
@@ -20,6 +22,9 @@ export interface Store {
   idempotency: IdempotencyStore;
   /** What GET /metrics reads from the database. */
   metrics: MetricsStore;
+  /** A broadcast's recipients at delivery, and their unsubscribe links' changes. */
+  recipients: RecipientStore;
+  settings: SettingStore;
   /**
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
@@ -44,6 +49,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     emails,
     idempotency,
     metrics: new MetricsStore(database.db),
+    recipients: new RecipientStore(database.db),
+    settings: new SettingStore(database.db),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.

@@ -51,13 +51,20 @@ const BAR = 0x7c; // |
 const isSpace = (c: number) => c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0xa0 || c === 0xfeff || (c >= 0x2000 && c <= 0x200a) || c === 0x1680 || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
 const isNameStart = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || c === 0x5f;
 const isName = (c: number) => isNameStart(c) || (c >= 0x30 && c <= 0x39);
+const DOT = 0x2e;
+
+export interface ParseOptions {
+  /** Names may hold dots after their first character (`contact.first_name`), as a broadcast's do. */
+  dotted?: boolean;
+}
 
 /**
  * Splits a template into text and placeholders. A placeholder is `{{{`, optional spaces, a name,
  * optional spaces, optionally `|` and a fallback without `}`, then `}}}`; anything else is text.
  */
-export function parseTemplate(source: string): ParsedTemplate {
+export function parseTemplate(source: string, { dotted = false }: ParseOptions = {}): ParsedTemplate {
   const end = source.length;
+  const inName = dotted ? (c: number) => isName(c) || c === DOT : isName;
   let reads = 0;
   const at = (i: number) => (reads++, source.charCodeAt(i));
   // The first `}` at or after a position. Fallbacks of failed placeholders overlap (`{{{A|{{{A|…`),
@@ -78,7 +85,7 @@ export function parseTemplate(source: string): ParsedTemplate {
     while (i < end && isSpace(at(i))) i++;
     if (i >= end || !isNameStart(at(i))) return undefined;
     const nameStart = i++;
-    while (i < end && isName(at(i))) i++;
+    while (i < end && inName(at(i))) i++;
     const name = source.slice(nameStart, i);
     while (i < end && isSpace(at(i))) i++;
     let fallback: string | undefined;
@@ -139,4 +146,4 @@ export function render(template: ParsedTemplate, values: Values, declared: Decla
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);

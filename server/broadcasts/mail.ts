@@ -1,0 +1,116 @@
+// A broadcast's emails as they go out and as they are read back. The outbox row names the broadcast
+// and the contact; the message is made from them when it is delivered: whether the contact may still
+// be sent to (it exists, has not unsubscribed, and is still subscribed to the broadcast's topic), and
+// the content personalized for it, with the one-click unsubscribe headers of RFC 8058.
+import type { EmailRecord } from '../store/emails.ts';
+import type { Store } from '../store/index.ts';
+import type { RecipientContact } from '../store/recipients.ts';
+import { personalize, SendingBroadcasts, type Personalized, type Recipient, type SendingBroadcast } from './personalize.ts';
+import { unsubscribeUrl, type UnsubscribeTarget, type UnsubscribeTokens } from './unsubscribeToken.ts';
+
+/** What unsubscribe URLs are made of: the signing tokens and the server's public URL. */
+export interface UnsubscribeLinks {
+  tokens: UnsubscribeTokens;
+  /** Read when a URL is made: a server listening on port 0 learns its own URL only once it listens. */
+  publicUrl: () => string;
+}
+
+/** What becomes of one broadcast email: sent as this record, or withdrawn for this reason, or failed. */
+export type BroadcastOutcome = { send: EmailRecord } | { cancel: string } | { fail: string };
+
+export class BroadcastMail {
+  constructor(
+    private readonly store: Store,
+    private readonly links: UnsubscribeLinks,
+    private readonly broadcasts = new SendingBroadcasts(),
+  ) {}
+
+  /**
+   * The outcome of every broadcast email of a claimed batch, by email id. Reads each broadcast once
+   * (then from the cache), and the batch's contacts and topic choices in one query each.
+   */
+  async forDelivery(emails: EmailRecord[]): Promise<Map<string, BroadcastOutcome>> {
+    const ours = emails.filter((email) => email.broadcast_id !== null);
+    const broadcasts = await this.sending(ours.map((email) => email.broadcast_id!));
+    const contacts = await this.store.recipients.contacts(ours.flatMap((email) => (email.contact_id === null ? [] : [email.contact_id])));
+    const pairs = ours.flatMap((email) => {
+      const topicId = broadcasts.get(email.broadcast_id!)?.topic_id;
+      return topicId && email.contact_id && contacts.has(email.contact_id) ? [{ contactId: email.contact_id, topicId }] : [];
+    });
+    const subscriptions = await this.store.recipients.subscriptions(pairs);
+    const outcomes = new Map<string, BroadcastOutcome>();
+    for (const email of ours) {
+      const broadcast = broadcasts.get(email.broadcast_id!);
+      const contact = email.contact_id === null ? undefined : contacts.get(email.contact_id);
+      let reason: string | undefined;
+      if (!broadcast) reason = 'its broadcast no longer exists';
+      else if (!contact) reason = 'the contact was deleted before the email went out';
+      else if (contact.unsubscribed) reason = 'the contact unsubscribed before the email went out';
+      else if (broadcast.topic_id && subscriptions.get(`${contact.id}/${broadcast.topic_id}`) !== 'opt_in') {
+        reason = "the contact is no longer subscribed to the broadcast's topic";
+      }
+      if (reason) {
+        outcomes.set(email.id, { cancel: reason });
+        continue;
+      }
+      try {
+        outcomes.set(email.id, { send: this.message(email, broadcast!, recipientOf(contact!)) });
+      } catch (error) {
+        outcomes.set(email.id, { fail: `the message could not be built: ${(error as Error).message}` });
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * A broadcast email's content as it reads for its contact; once the contact is gone, with fallbacks
+   * and the address alone. undefined when the broadcast is gone, or the content would be too long.
+   */
+  async forReading(email: EmailRecord): Promise<Personalized | undefined> {
+    if (email.broadcast_id === null || email.contact_id === null) return undefined;
+    const broadcast = (await this.sending([email.broadcast_id!])).get(email.broadcast_id!);
+    if (!broadcast) return undefined;
+    const contact = (await this.store.recipients.contacts([email.contact_id])).get(email.contact_id);
+    const recipient = contact ? recipientOf(contact) : { email: (JSON.parse(email.to_addresses) as string[])[0] ?? '', first_name: null, last_name: null, properties: {} };
+    try {
+      return personalize(broadcast.prepared, recipient, this.url(email, broadcast));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The email as it is sent: the personalized content, and the unsubscribe headers. */
+  private message(email: EmailRecord, broadcast: SendingBroadcast, recipient: Recipient): EmailRecord {
+    const url = this.url(email, broadcast);
+    const { subject, html, text } = personalize(broadcast.prepared, recipient, url);
+    const headers = { ...(email.headers === null ? {} : JSON.parse(email.headers)), 'List-Unsubscribe': `<${url}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' };
+    // text '' means "no plain-text part" to the message builder; null would mean "make one from html".
+    return { ...email, subject, html, text: text ?? '', headers: JSON.stringify(headers) };
+  }
+
+  private url(email: EmailRecord, broadcast: SendingBroadcast): string {
+    const target: UnsubscribeTarget = broadcast.topic_id
+      ? { contactId: email.contact_id!, scope: 'topic', id: broadcast.topic_id }
+      : { contactId: email.contact_id!, scope: 'broadcast', id: broadcast.id };
+    return unsubscribeUrl(this.links.publicUrl(), this.links.tokens, target);
+  }
+
+  /** The broadcasts by id: from the cache, or read (one query each, the first time only). */
+  private async sending(ids: string[]): Promise<Map<string, SendingBroadcast>> {
+    const found = new Map<string, SendingBroadcast>();
+    for (const id of new Set(ids)) {
+      const cached = this.broadcasts.get(id);
+      if (cached) {
+        found.set(id, cached);
+        continue;
+      }
+      const record = await this.store.broadcasts.find(id);
+      if (record) found.set(id, this.broadcasts.add(record));
+    }
+    return found;
+  }
+}
+
+function recipientOf(contact: RecipientContact): Recipient {
+  return { email: contact.email, first_name: contact.first_name, last_name: contact.last_name, properties: JSON.parse(contact.properties) };
+}

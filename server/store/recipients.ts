@@ -1,0 +1,76 @@
+// What a broadcast's emails need at delivery, read for a whole claimed batch at once (one query for
+// the contacts, one for their topic choices), and the unsubscribe links' two changes.
+import type { Kysely } from 'kysely';
+import type { ContactTable, Tables, TopicTable } from './database.ts';
+
+export type RecipientContact = Pick<ContactTable, 'id' | 'email' | 'first_name' | 'last_name' | 'unsubscribed' | 'properties'>;
+export type Subscription = TopicTable['default_subscription'];
+
+export class RecipientStore {
+  constructor(private readonly db: Kysely<Tables>) {}
+
+  /** The contacts among `ids` that still exist, by id. */
+  async contacts(ids: string[]): Promise<Map<string, RecipientContact>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('contacts')
+      .select(['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'properties'])
+      .where('id', 'in', [...new Set(ids)])
+      .execute();
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+
+  /**
+   * Where each (contact, topic) pair stands, keyed `contact/topic`: the contact's own choice, else the
+   * topic's default. A pair whose topic no longer exists is left out.
+   */
+  async subscriptions(pairs: { contactId: string; topicId: string }[]): Promise<Map<string, Subscription>> {
+    if (pairs.length === 0) return new Map();
+    const contactIds = [...new Set(pairs.map((p) => p.contactId))];
+    const topicIds = [...new Set(pairs.map((p) => p.topicId))];
+    const rows = await this.db
+      .selectFrom('topics')
+      .leftJoin('contact_topics', (join) => join.onRef('contact_topics.topic_id', '=', 'topics.id').on('contact_topics.contact_id', 'in', contactIds))
+      .select(['topics.id as topic_id', 'topics.default_subscription', 'contact_topics.contact_id', 'contact_topics.subscription'])
+      .where('topics.id', 'in', topicIds)
+      .execute();
+    const defaults = new Map(rows.map((row) => [row.topic_id, row.default_subscription]));
+    const chosen = new Map(rows.filter((row) => row.contact_id !== null).map((row) => [`${row.contact_id}/${row.topic_id}`, row.subscription!]));
+    const standing = new Map<string, Subscription>();
+    for (const { contactId, topicId } of pairs) {
+      const key = `${contactId}/${topicId}`;
+      const value = chosen.get(key) ?? defaults.get(topicId);
+      if (value) standing.set(key, value);
+    }
+    return standing;
+  }
+
+  topicName(id: string): Promise<string | undefined> {
+    return this.db.selectFrom('topics').select('name').where('id', '=', id).executeTakeFirst().then((row) => row?.name);
+  }
+
+  /** Unsubscribes the contact from everything; false if it no longer exists. */
+  async unsubscribe(contactId: string, at: Date): Promise<boolean> {
+    const result = await this.db.updateTable('contacts').set({ unsubscribed: 1, updated_at: at.toISOString() }).where('id', '=', contactId).executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /** Records the contact's choice to leave the topic; false if the contact no longer exists. */
+  async optOut(contactId: string, topicId: string, at: Date): Promise<boolean> {
+    const updated_at = at.toISOString();
+    // One statement that writes only if the contact exists: no choice is left behind for a contact
+    // deleted in between.
+    const result = await this.db
+      .insertInto('contact_topics')
+      .columns(['contact_id', 'topic_id', 'subscription', 'updated_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('contacts')
+          .select((eb) => ['id', eb.val(topicId).as('topic_id'), eb.val('opt_out').as('subscription'), eb.val(updated_at).as('updated_at')])
+          .where('id', '=', contactId),
+      )
+      .onConflict((oc) => oc.columns(['contact_id', 'topic_id']).doUpdateSet({ subscription: 'opt_out', updated_at }))
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+}
