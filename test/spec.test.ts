@@ -78,11 +78,17 @@ describe('operations', () => {
     expect(spec.paths['/broadcasts/{broadcast_id}']?.get).toMatchObject({ operationId: 'getBroadcast' });
   });
 
-  it('requires a full_access key everywhere but the sends, which a sending_access key may call, and the health check', () => {
+  it('requires a full_access key everywhere but the sends, which a sending_access key may call, the health check and the unsubscribe pages', () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(spec.security).toEqual([{ bearerAuth: ['full_access'] }]);
     const own = Object.fromEntries(operations.filter(({ op }) => op.security !== undefined).map(({ op }) => [op.operationId, op.security]));
-    expect(own).toEqual({ sendEmail: [{ bearerAuth: ['sending_access'] }], sendBatchEmails: [{ bearerAuth: ['sending_access'] }], getHealth: [] });
+    expect(own).toEqual({
+      sendEmail: [{ bearerAuth: ['sending_access'] }],
+      sendBatchEmails: [{ bearerAuth: ['sending_access'] }],
+      getHealth: [],
+      getUnsubscribePage: [],
+      unsubscribeOneClick: [],
+    });
   });
 
   it('every error response, default included, has a JSON body of the Error schema', () => {
@@ -114,15 +120,15 @@ describe('operations', () => {
 describe('examples', () => {
   const all = examples();
 
-  it('exist for every request body and every response', () => {
+  it('exist for every request body and every response, in every media type', () => {
+    const everyType = (content: Obj, where: string) => {
+      expect(Object.keys(content), where).not.toHaveLength(0);
+      for (const [type, media] of Object.entries(content)) expect(Object.keys((media as Obj).examples ?? {}), `${where} ${type}`).not.toHaveLength(0);
+    };
     for (const { op, method, path } of operations) {
       const where = `${method} ${path}`;
-      if (op.requestBody) {
-        expect(Object.keys(deref(op.requestBody, '')[0].content['application/json'].examples ?? {}), where).not.toHaveLength(0);
-      }
-      for (const [status, response] of Object.entries(op.responses as Obj)) {
-        expect(Object.keys(deref(response, '')[0].content['application/json'].examples ?? {}), `${where} ${status}`).not.toHaveLength(0);
-      }
+      if (op.requestBody) everyType(deref(op.requestBody, '')[0].content, where);
+      for (const [status, response] of Object.entries(op.responses as Obj)) everyType(deref(response, '')[0].content, `${where} ${status}`);
     }
     expect(all.length).toBeGreaterThan(100);
   });

@@ -7,7 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unsubscribeTokens } from '../../server/broadcasts/unsubscribeToken.ts';
+import { defaultPublicUrl, unsubscribeTokens } from '../../server/broadcasts/unsubscribeToken.ts';
+import { loadConfig, warnOfPlainHttp } from '../../server/config.ts';
 import { smtpTransport } from '../../server/delivery/transport.ts';
 import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
 import { startServer } from '../../server/server.ts';
@@ -320,5 +321,40 @@ describe.each(backends)('the unsubscribe secret on %s', (backend) => {
       await schema?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('PUBLIC_URL and UNSUBSCRIBE_SECRET', () => {
+  it('takes an absolute http(s) URL, trailing slashes dropped; refuses a query, a fragment, credentials or another scheme', () => {
+    expect(loadConfig({ PUBLIC_URL: 'https://mail.acme.dev/' }).publicUrl).toBe('https://mail.acme.dev');
+    expect(loadConfig({ PUBLIC_URL: 'http://10.0.0.5:8080/mailroom//' }).publicUrl).toBe('http://10.0.0.5:8080/mailroom');
+    expect(loadConfig({}).publicUrl).toBeUndefined();
+    for (const bad of ['mail.acme.dev', '/unsubscribe', 'ftp://acme.dev', 'https://acme.dev/?a=1', 'https://acme.dev/#x', 'https://u:p@acme.dev', 'javascript:alert(1)']) {
+      expect(() => loadConfig({ PUBLIC_URL: bad }), bad).toThrow(/PUBLIC_URL must be an absolute http:\/\/ or https:\/\/ URL/);
+    }
+  });
+
+  it('wants a secret of at least 32 characters, and never echoes it', () => {
+    expect(loadConfig({ UNSUBSCRIBE_SECRET: 's'.repeat(32) }).unsubscribeSecret).toBe('s'.repeat(32));
+    expect(() => loadConfig({ UNSUBSCRIBE_SECRET: 'short-secret' })).toThrow(/UNSUBSCRIBE_SECRET must be at least 32 characters$/);
+    expect(() => loadConfig({ UNSUBSCRIBE_SECRET: 'short-secret' })).not.toThrow(/short-secret/);
+  });
+
+  it("defaults to the server's own URL, a wildcard address reached on loopback", () => {
+    expect(defaultPublicUrl('127.0.0.1', 3000)).toBe('http://127.0.0.1:3000');
+    expect(defaultPublicUrl('0.0.0.0', 8080)).toBe('http://127.0.0.1:8080');
+    expect(defaultPublicUrl('::', 8080)).toBe('http://127.0.0.1:8080');
+    expect(defaultPublicUrl('::1', 8080)).toBe('http://[::1]:8080');
+    expect(defaultPublicUrl('mail.internal', 80)).toBe('http://mail.internal:80');
+  });
+
+  it('warns in production when links would be plain http', () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    warnOfPlainHttp({ ...loadConfig({}), production: true }, 'http://127.0.0.1:3000', logger);
+    warnOfPlainHttp({ ...loadConfig({}), production: true }, 'https://mail.acme.dev', logger);
+    warnOfPlainHttp({ ...loadConfig({}), production: false }, 'http://127.0.0.1:3000', logger);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, publicUrl: 'http://127.0.0.1:3000' });
   });
 });
