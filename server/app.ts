@@ -119,11 +119,14 @@ function requestLog(logger: Logger): RequestHandler {
     res.locals.reqId = reqId;
     res.setHeader('x-request-id', reqId);
     res.on('finish', () => {
-      logger.info({ reqId, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info({ reqId, method: req.method, url: withoutToken(req.originalUrl), status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
     });
     next();
   };
 }
+
+/** An unsubscribe link's token unsubscribes whoever holds it: logs keep the path, not the token. */
+const withoutToken = (url: string) => url.replace(/^\/unsubscribe\/[^/?#]+/, '/unsubscribe/…');
 
 /**
  * Express 5 parses req.query anew on every read, so the validator's type coercion (limit "10" → 10)

@@ -26,5 +26,5 @@ export function askPage(leaving: Leaving): string {
 }
 
 export function donePage(leaving: Leaving): string {
-  return page('Unsubscribed', `<h1>You are unsubscribed</h1><p>You will no longer receive <strong>${what(leaving)}</strong>.</p>`);
+  return page('Unsubscribed', `<h1>You are unsubscribed</h1><p>You are unsubscribed from <strong>${what(leaving)}</strong>.</p>`);
 }
