@@ -38,13 +38,23 @@ export class FanoutStore {
         eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'scheduled'), eb('scheduled_at', '<=', at)])]),
         eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', at)]),
       ]);
+    const claim = { status: 'queued' as const, lease_token: randomUUID(), lease_expires_at: new Date(now.getTime() + leaseMs).toISOString() };
+    const held = ['broadcasts.id', 'segment_id', 'topic_id', 'from_address', 'subject', 'reply_to', 'lease_token'] as const;
     const next = this.db.selectFrom('broadcasts').select('id').where(due).orderBy('created_at').limit(1);
+    if (this.dialect === 'sqlite') {
+      const claimed = await this.db.updateTable('broadcasts').set(claim).where('id', 'in', next).where(due).returning(held).executeTakeFirst();
+      return claimed as HeldBroadcast | undefined;
+    }
+    // Materialized: as `id IN (subquery)` PostgreSQL may run the subquery again for each row it
+    // updates (a nested-loop semi-join), each run skipping the rows the last one locked, and claim
+    // every due broadcast at once.
     const claimed = await this.db
+      .with((cte) => cte('next').materialized(), () => next.forUpdate().skipLocked())
       .updateTable('broadcasts')
-      .set({ status: 'queued', lease_token: randomUUID(), lease_expires_at: new Date(now.getTime() + leaseMs).toISOString() })
-      .where('id', 'in', this.dialect === 'postgres' ? next.forUpdate().skipLocked() : next)
-      .where(due)
-      .returning(['id', 'segment_id', 'topic_id', 'from_address', 'subject', 'reply_to', 'lease_token'])
+      .from('next')
+      .set(claim)
+      .whereRef('broadcasts.id', '=', 'next.id')
+      .returning(held)
       .executeTakeFirst();
     return claimed as HeldBroadcast | undefined;
   }
