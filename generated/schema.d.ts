@@ -129,11 +129,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List broadcasts
+         * @description Lists broadcasts newest first, without their bodies, one page at a time with `limit` and an `after` or `before` cursor, or all of them at once without `limit`.
+         */
+        get: operations["listBroadcasts"];
         put?: never;
         /**
          * Create a broadcast
-         * @description Creates a draft broadcast addressed to one segment.
+         * @description Creates a broadcast addressed to one segment, as a draft, or sent or scheduled at once when `send` is true.
          */
         post: operations["createBroadcast"];
         delete?: never;
@@ -146,16 +150,82 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
             cookie?: never;
         };
         /**
          * Retrieve a broadcast
-         * @description Returns one broadcast, whether it was created through the API or the dashboard.
+         * @description Returns one broadcast, whatever its status.
          */
         get: operations["getBroadcast"];
         put?: never;
         post?: never;
+        /**
+         * Delete a broadcast
+         * @description Removes a draft broadcast for good.
+         */
+        delete: operations["deleteBroadcast"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a broadcast
+         * @description Changes the given fields of a draft broadcast and leaves the others as they are.
+         */
+        patch: operations["updateBroadcast"];
+        trace?: never;
+    };
+    "/broadcasts/{broadcast_id}/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a broadcast
+         * @description Sends a draft broadcast to its segment now, or schedules it for a time given in ISO 8601 or in words such as `in 1 hour`.
+         */
+        post: operations["sendBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/broadcasts/{broadcast_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a broadcast
+         * @description Stops a scheduled or queued broadcast; nothing more of it is written to the outbox, and its emails still waiting there end `canceled`.
+         */
+        post: operations["cancelBroadcast"];
         delete?: never;
         options?: never;
         head?: never;
@@ -612,7 +682,11 @@ export interface components {
          */
         SegmentId: string;
         /**
-         * @description Where the broadcast stands.
+         * @description Where the broadcast stands. A broadcast is created as a `draft` (or sent at once with `send`);
+         *     sending it makes it `scheduled` when a time was given, and `queued` when it goes out now or
+         *     its time comes. It is `sent` once every recipient's email is in the outbox (`sent_at` is set
+         *     then). A `scheduled` or `queued` broadcast can be `canceled`. Only a `draft` can be changed,
+         *     deleted or sent; any other move is refused with 422 naming the status.
          * @enum {string}
          */
         BroadcastStatus: "draft" | "scheduled" | "queued" | "sent" | "canceled";
@@ -620,23 +694,118 @@ export interface components {
         BroadcastRef: {
             id: components["schemas"]["Uuid"];
         };
-        /** @description A new draft broadcast. Give `segment_id` (or its legacy name `audience_id`) and at least one of `html` and `text`. */
+        /**
+         * @description A new broadcast. Give `segment_id` (or its legacy name `audience_id`) and at least one of
+         *     `html` and `text`. With `send: true` it is sent at once (or at `scheduled_at`), as
+         *     `sendBroadcast` would; `scheduled_at` needs `send: true`.
+         */
         CreateBroadcastRequest: {
             segment_id?: components["schemas"]["SegmentId"];
             audience_id?: components["schemas"]["SegmentId"];
-            /** @description A name to tell the broadcast apart; only you see it. */
-            name?: string;
+            name?: components["schemas"]["BroadcastName"];
             from: components["schemas"]["Mailbox"];
             subject: components["schemas"]["Subject"];
             reply_to?: components["schemas"]["Recipients"];
-            /** @description The preview text shown by mail clients. */
-            preview_text?: string;
+            preview_text?: components["schemas"]["PreviewText"];
             /** @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
             html?: components["schemas"]["HtmlBody"];
             /** @description The plain-text body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
             text?: components["schemas"]["TextBody"];
-            topic_id?: components["schemas"]["Uuid"];
+            topic_id?: components["schemas"]["BroadcastTopicId"];
+            /** @description Whether to send the broadcast now (or at `scheduled_at`) rather than keep it as a draft. */
+            send?: boolean;
+            scheduled_at?: components["schemas"]["ScheduledAt"];
         } & ((unknown | unknown) & (unknown | unknown));
+        /**
+         * @description A name to tell the broadcast apart; only you see it.
+         * @example November product update
+         */
+        BroadcastName: string;
+        /**
+         * @description The preview text shown by mail clients.
+         * @example Three features you asked for
+         */
+        PreviewText: string;
+        /** @description The topic the broadcast is about; only contacts subscribed to it receive it. Null for none. */
+        BroadcastTopicId: components["schemas"]["Uuid"] | null;
+        /**
+         * @description When to send: an ISO 8601 time (`2026-11-21T09:00:00.000Z`; without an offset it is read
+         *     as UTC), or English words read from now in UTC (`in 1 hour`, `tomorrow at 9am`). A time
+         *     already past means now.
+         * @example 2026-11-21T09:00:00.000Z
+         * @example in 1 hour
+         * @example tomorrow at 9am
+         */
+        ScheduledAt: string;
+        /**
+         * @description The fields of a draft to change; those not given keep their values. `segment_id` and its
+         *     legacy name `audience_id` may both be given only if they agree; `topic_id: null` removes the topic.
+         */
+        UpdateBroadcastRequest: {
+            segment_id?: components["schemas"]["SegmentId"];
+            audience_id?: components["schemas"]["SegmentId"];
+            name?: components["schemas"]["BroadcastName"];
+            from?: components["schemas"]["Mailbox"];
+            subject?: components["schemas"]["Subject"];
+            reply_to?: components["schemas"]["Recipients"];
+            preview_text?: components["schemas"]["PreviewText"];
+            /** @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
+            html?: components["schemas"]["HtmlBody"];
+            /** @description The plain-text body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
+            text?: components["schemas"]["TextBody"];
+            topic_id?: components["schemas"]["BroadcastTopicId"];
+        };
+        /** @description When to send; without `scheduled_at` (or without a body) the broadcast goes out now. */
+        SendBroadcastRequest: {
+            scheduled_at?: components["schemas"]["ScheduledAt"];
+        };
+        /** @description The id of the broadcast that was changed, sent or canceled. */
+        BroadcastObjectRef: {
+            /**
+             * @description Always `broadcast`.
+             * @constant
+             */
+            object: "broadcast";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description The id of the broadcast that was deleted. */
+        DeletedBroadcast: {
+            /**
+             * @description Always `broadcast`.
+             * @constant
+             */
+            object: "broadcast";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always true.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A broadcast as lists show it, without its content. */
+        BroadcastSummary: {
+            id: components["schemas"]["Uuid"];
+            /** @description The broadcast's name, `Untitled` when none was given. */
+            name: string;
+            audience_id: components["schemas"]["SegmentId"];
+            segment_id: components["schemas"]["SegmentId"];
+            status: components["schemas"]["BroadcastStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            scheduled_at: components["schemas"]["Timestamp"] | null;
+            sent_at: components["schemas"]["Timestamp"] | null;
+            topic_id: components["schemas"]["Uuid"] | null;
+        };
+        /** @description A page of broadcasts, newest first. */
+        BroadcastList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more broadcasts lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            data: components["schemas"]["BroadcastSummary"][];
+        };
         /**
          * @description A variable name as used in `{{{NAME}}}`.
          * @example FIRST_NAME
@@ -792,6 +961,54 @@ export interface components {
         };
         /** @description No broadcast has this id. */
         BroadcastNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `limit` is outside 1 to 100, a cursor is not a known broadcast id, or `after` and `before` were both given. */
+        InvalidBroadcastListQuery: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The id is not a UUID, a field is invalid, or the broadcast is no longer a draft (only drafts can be changed or deleted; the message names its status). */
+        BroadcastNotChangeable: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A field is invalid, `scheduled_at` cannot be read as a time, or the broadcast cannot go (it is not a draft, its segment or topic does not exist, or it has no body); the message names the reason. */
+        BroadcastNotSendable: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The id is not a UUID, or the broadcast is neither `scheduled` nor `queued` (the message names its status). */
+        BroadcastNotCancelable: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -1397,6 +1614,49 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    listBroadcasts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many broadcasts to return. Without it every broadcast is returned in one response.
+                 * @example 20
+                 */
+                limit?: number;
+                /** @description Return the broadcasts that come after this broadcast id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                after?: components["schemas"]["Uuid"];
+                /** @description Return the broadcasts that come before this broadcast id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                before?: components["schemas"]["Uuid"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description A page of broadcasts, newest first (`created_at` descending, then `id` descending).
+             *     `has_more` tells whether more broadcasts lie beyond this page in the direction of travel.
+             */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidBroadcastListQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     createBroadcast: {
         parameters: {
             query?: never;
@@ -1410,7 +1670,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The broadcast was created as a draft. */
+            /** @description The broadcast was created as a draft, or, with `send`, `queued` or `scheduled`. */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1427,7 +1687,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["UnprocessableEntity"];
+            422: components["responses"]["BroadcastNotSendable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1465,6 +1725,168 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["BroadcastNotFound"];
             422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedBroadcast"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BroadcastNotFound"];
+            422: components["responses"]["BroadcastNotChangeable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateBroadcastRequest"];
+            };
+        };
+        responses: {
+            /** @description The draft was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastObjectRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BroadcastNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["BroadcastNotChangeable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    sendBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SendBroadcastRequest"];
+            };
+        };
+        responses: {
+            /** @description The broadcast is `queued` to go out now, or `scheduled` for its time. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastObjectRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BroadcastNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["BroadcastNotSendable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    cancelBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The broadcast is `canceled`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastObjectRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BroadcastNotFound"];
+            422: components["responses"]["BroadcastNotCancelable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -4,6 +4,7 @@
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { DEFAULT_FANOUT, type FanoutOptions } from './broadcasts/fanout.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
 
 export interface Config {
@@ -27,6 +28,8 @@ export interface Config {
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
   delivery: DeliveryOptions;
+  /** The broadcast fan-out, which runs wherever the delivery worker does. */
+  fanout: FanoutOptions;
   /** How long a client may take to send its request headers, and its whole request. */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -95,6 +98,8 @@ const environment = z.object({
   DELIVERY_MAX_ATTEMPTS: whole(DEFAULT_DELIVERY.maxAttempts, 1),
   DELIVERY_RETRY_BASE_MS: whole(DEFAULT_DELIVERY.retryBaseMs),
   DELIVERY_LEASE_MS: whole(DEFAULT_DELIVERY.leaseMs, 1),
+  FANOUT_LEASE_MS: whole(DEFAULT_FANOUT.leaseMs, 1),
+  FANOUT_CHUNK_SIZE: whole(DEFAULT_FANOUT.chunkSize, 1, 10_000),
   HEADERS_TIMEOUT_MS: whole(10_000),
   REQUEST_TIMEOUT_MS: whole(30_000),
   KEEP_ALIVE_TIMEOUT_MS: whole(5_000),
@@ -149,6 +154,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryBaseMs: e.DELIVERY_RETRY_BASE_MS,
       leaseMs: e.DELIVERY_LEASE_MS,
     },
+    fanout: { ...DEFAULT_FANOUT, leaseMs: e.FANOUT_LEASE_MS, chunkSize: e.FANOUT_CHUNK_SIZE },
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
     requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: e.KEEP_ALIVE_TIMEOUT_MS,

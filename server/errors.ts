@@ -102,7 +102,10 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const keyword = item.errorCode?.split('.')[0];
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter ${quoted(field)}.`);
-  if (keyword === 'required') return invalid(`Missing \`${field}\` field.`, 'missing_required_field');
+  if (keyword === 'required') {
+    const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.required?.includes(field)) : undefined;
+    return invalid(when ? `Missing \`${field}\` field; it is required with \`${when}\`.` : `Missing \`${field}\` field.`, 'missing_required_field');
+  }
   if (keyword === 'additionalProperties') return invalid(`The field ${quoted(field)} is not supported.`);
   const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
   switch (keyword) {
@@ -120,6 +123,12 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     case 'type': {
       const type = item.message.replace(/^must be /, '').split(',')[0];
       return invalid(`The \`${field}\` must be ${TYPE_NAMES[type] ?? type}.`, name);
+    }
+    case 'const': {
+      const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.properties?.[field]?.const !== undefined) : undefined;
+      const value = when && resolveRef(spec, bodySchema(req, spec)).dependentSchemas[when].properties[field].const;
+      if (when) return invalid(`The \`${field}\` must be \`${JSON.stringify(value)}\` with \`${when}\`.`, name);
+      break;
     }
     case 'anyOf':
     case 'oneOf':
@@ -158,9 +167,25 @@ function acceptedTypes(req: Request): string {
   return types.map((type) => `\`${type}\``).join(' or ');
 }
 
-function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any {
+/** The path item of the request's route in the contract. */
+function pathItem(req: Request, spec: OpenApiDocument): any {
   const route = (req as Request & { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
-  const item = route ? (spec.paths[route.replace(/:(\w+)/g, '{$1}')] as any) : undefined;
+  return route ? (spec.paths[route.replace(/:(\w+)/g, '{$1}')] as any) : undefined;
+}
+
+/** The JSON body schema of the request's operation. */
+function bodySchema(req: Request, spec: OpenApiDocument): any {
+  return resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content?.['application/json']?.schema;
+}
+
+/** The field whose presence brings in the rule (a `dependentSchemas` entry of the body) that `field` broke. */
+function dependency(req: Request, spec: OpenApiDocument, field: string, broke: (rule: any) => boolean): string | undefined {
+  const rules: Record<string, any> = resolveRef(spec, bodySchema(req, spec))?.dependentSchemas ?? {};
+  return Object.entries(rules).find(([when, rule]) => when in (req.body ?? {}) && broke(rule))?.[0];
+}
+
+function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any {
+  const item = pathItem(req, spec);
   const parameters = [...(item?.parameters ?? []), ...(item?.[req.method.toLowerCase()]?.parameters ?? [])].map((p) => resolveRef(spec, p));
   const parameter = parameters.find((p) => p.name.toLowerCase() === name.toLowerCase());
   return parameter ? { ...resolveRef(spec, parameter.schema), description: parameter.description } : undefined;

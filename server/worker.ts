@@ -1,8 +1,10 @@
-// The delivery worker on its own: `npm run worker` runs it as a process (start any number of them on
-// PostgreSQL), and `npm start` runs it in a thread beside the HTTP server, so that building messages
-// never holds up a request. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
+// The delivery worker, with the broadcast fan-out in a loop beside it: `npm run worker` runs them as a
+// process (start any number of them on PostgreSQL), and `npm start` runs them in a thread beside the
+// HTTP server, so that building messages and writing a broadcast's emails never hold up a request.
+// Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
+import { FanoutWorker } from './broadcasts/fanout.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
 import { loadConfig, warnOfPlainHttp, type Config } from './config.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
@@ -22,7 +24,9 @@ if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const store = await openStore(config, logger);
 const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
 const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery, links);
+const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
 worker.start();
+fanout.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
 function configOrExit(): Config {
@@ -39,7 +43,7 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
-  await worker.stop();
+  await Promise.all([worker.stop(), fanout.stop()]);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

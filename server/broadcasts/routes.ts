@@ -1,21 +1,37 @@
-// Broadcasts: create a draft, retrieve one.
+// Broadcasts: list, create (and send at once), retrieve, change and delete drafts, send, cancel.
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
-import type { OperationHandler, Schemas } from '../api.ts';
+import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
-import type { BroadcastRecord } from '../store/broadcasts.ts';
+import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
+import { refused, toBroadcast, toSummary } from './broadcast.ts';
+import { sendTime } from './schedule.ts';
 
 export function broadcastRoutes(store: Store): Router {
-  const createBroadcast: OperationHandler<'createBroadcast'> = async (req, res) => {
-    const { segment_id, audience_id, name, from, subject, reply_to, preview_text, html, text, topic_id } = req.body;
-    // audience_id is the legacy name of segment_id: either may be given, both only if they agree.
-    if (segment_id && audience_id && segment_id !== audience_id) {
-      throw invalid('`segment_id` and its legacy name `audience_id` name different segments; give one of them.');
+  const broadcasts = store.broadcasts;
+
+  const listBroadcasts: OperationHandler<'listBroadcasts'> = async (req, res) => {
+    const { limit, after, before } = req.query;
+    if (after && before) throw invalid('Only one of `after` or `before` may be given.');
+    const cursor: Cursor = after ? { after } : before ? { before } : {};
+    try {
+      if (limit === undefined) {
+        res.json({ object: 'list', has_more: false, data: (await broadcasts.all(cursor)).map(toSummary) });
+        return;
+      }
+      const page = await broadcasts.page(limit, cursor);
+      res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
+    } catch (error) {
+      if (error instanceof UnknownCursor) throw invalid(`The \`${error.parameter}\` broadcast does not exist.`);
+      throw error;
     }
-    const badAddress = invalidMailbox('from', [from]) ?? invalidMailbox('reply_to', mailboxList(reply_to));
-    if (badAddress) throw invalid(badAddress);
+  };
+
+  const createBroadcast: OperationHandler<'createBroadcast'> = async (req, res) => {
+    const { segment_id, audience_id, name, from, subject, reply_to, preview_text, html, text, topic_id, send, scheduled_at } = req.body;
+    checkFields(req.body);
     const record = {
       id: randomUUID(),
       name: name ?? 'Untitled',
@@ -32,36 +48,76 @@ export function broadcastRoutes(store: Store): Router {
       scheduled_at: null,
       sent_at: null,
     };
-    await store.broadcasts.insert(record);
+    if (send) {
+      const refusal = await broadcasts.insertAndSend(record, sendTime(scheduled_at, new Date()));
+      if (refusal) throw refused(refusal, 'send');
+    } else await broadcasts.insert(record);
     res.status(201).json({ id: record.id });
   };
 
   const getBroadcast: OperationHandler<'getBroadcast'> = async (req, res) => {
-    const record = await store.broadcasts.find(req.params.broadcast_id);
+    const record = await broadcasts.find(req.params.broadcast_id);
     if (!record) throw notFound('Broadcast');
     res.json(toBroadcast(record));
   };
 
-  return Router().post('/', createBroadcast).get('/:broadcast_id', getBroadcast);
+  const updateBroadcast: OperationHandler<'updateBroadcast'> = async (req, res) => {
+    const { segment_id, audience_id, name, from, subject, reply_to, preview_text, html, text, topic_id } = req.body;
+    checkFields(req.body);
+    const segment = segment_id ?? audience_id;
+    const changes: BroadcastChanges = {
+      ...(segment !== undefined && { segment_id: segment }),
+      ...(name !== undefined && { name }),
+      ...(from !== undefined && { from_address: from }),
+      ...(subject !== undefined && { subject }),
+      ...(reply_to !== undefined && { reply_to: JSON.stringify(mailboxList(reply_to)) }),
+      ...(preview_text !== undefined && { preview_text }),
+      ...(html !== undefined && { html }),
+      ...(text !== undefined && { text }),
+      ...(topic_id !== undefined && { topic_id }),
+    };
+    const id = req.params.broadcast_id;
+    const refusal = await broadcasts.update(id, changes);
+    if (refusal) throw refused(refusal, 'change');
+    res.json({ object: 'broadcast', id });
+  };
+
+  const deleteBroadcast: OperationHandler<'deleteBroadcast'> = async (req, res) => {
+    const id = req.params.broadcast_id;
+    const refusal = await broadcasts.delete(id);
+    if (refusal) throw refused(refusal, 'change');
+    res.json({ object: 'broadcast', id, deleted: true });
+  };
+
+  const sendBroadcast: OperationHandler<'sendBroadcast'> = async (req, res) => {
+    const id = req.params.broadcast_id;
+    const refusal = await broadcasts.send(id, sendTime(req.body?.scheduled_at, new Date()));
+    if (refusal) throw refused(refusal, 'send');
+    res.json({ object: 'broadcast', id });
+  };
+
+  const cancelBroadcast: OperationHandler<'cancelBroadcast'> = async (req, res) => {
+    const id = req.params.broadcast_id;
+    const refusal = await broadcasts.cancel(id, new Date());
+    if (refusal) throw refused(refusal, 'cancel');
+    res.json({ object: 'broadcast', id });
+  };
+
+  return Router()
+    .get('/', listBroadcasts)
+    .post('/', createBroadcast)
+    .get('/:broadcast_id', getBroadcast)
+    .patch('/:broadcast_id', updateBroadcast)
+    .delete('/:broadcast_id', deleteBroadcast)
+    .post('/:broadcast_id/send', sendBroadcast)
+    .post('/:broadcast_id/cancel', cancelBroadcast);
 }
 
-function toBroadcast(record: BroadcastRecord): Schemas['Broadcast'] {
-  return {
-    object: 'broadcast',
-    id: record.id,
-    name: record.name,
-    audience_id: record.segment_id,
-    segment_id: record.segment_id,
-    from: record.from_address,
-    subject: record.subject,
-    reply_to: record.reply_to === null ? null : JSON.parse(record.reply_to),
-    preview_text: record.preview_text,
-    html: record.html,
-    text: record.text,
-    status: record.status,
-    created_at: record.created_at,
-    scheduled_at: record.scheduled_at,
-    sent_at: record.sent_at,
-    topic_id: record.topic_id,
-  };
+/** What the schema cannot say: the two names of the segment agree, and each address is one mailbox. */
+function checkFields({ segment_id, audience_id, from, reply_to }: RequestBody<'updateBroadcast'>): void {
+  if (segment_id && audience_id && segment_id !== audience_id) {
+    throw invalid('`segment_id` and its legacy name `audience_id` name different segments; give one of them.');
+  }
+  const badAddress = (from !== undefined ? invalidMailbox('from', [from]) : undefined) ?? invalidMailbox('reply_to', mailboxList(reply_to));
+  if (badAddress) throw invalid(badAddress);
 }

@@ -1,9 +1,49 @@
-// Broadcasts.
-import type { Insertable, Kysely, Selectable } from 'kysely';
-import type { BroadcastTable, Tables } from './database.ts';
+// Broadcasts and their status. Each move (change, delete, send, cancel) is one conditional statement on
+// the status it starts from, so two calls racing on one broadcast cannot both win: the second finds the
+// status moved, and is told which status it found.
+import type { ExpressionBuilder, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { BroadcastTable, EmailEvent, Tables } from './database.ts';
 import { prepared } from './prepared.ts';
 
 export type BroadcastRecord = Selectable<BroadcastTable>;
+export type BroadcastStatus = BroadcastRecord['status'];
+export type BroadcastChanges = Omit<Updateable<BroadcastTable>, 'id' | 'status' | 'created_at' | 'scheduled_at' | 'sent_at' | 'lease_token' | 'lease_expires_at' | 'fanout_after'>;
+const LISTED = ['id', 'name', 'segment_id', 'status', 'created_at', 'scheduled_at', 'sent_at', 'topic_id'] as const;
+export type ListedBroadcast = Pick<BroadcastRecord, (typeof LISTED)[number]>;
+export type Cursor = { after: string } | { before: string } | Record<string, never>;
+
+/** Why a move was refused: what the broadcast lacks, or the status it is in. */
+export type Refusal =
+  | { refused: 'not_found' }
+  | { refused: 'status'; status: BroadcastStatus }
+  | { refused: 'segment'; segmentId: string }
+  | { refused: 'topic'; topicId: string }
+  | { refused: 'body' };
+
+/** An `after` or `before` id that names no broadcast. */
+export class UnknownCursor extends Error {
+  constructor(readonly parameter: 'after' | 'before') {
+    super(`unknown ${parameter} cursor`);
+  }
+}
+
+class Refused extends Error {
+  constructor(readonly refusal: Refusal) {
+    super(refusal.refused);
+  }
+}
+
+const PENDING: EmailEvent[] = ['queued', 'delivery_delayed'];
+type Db = Kysely<Tables> | Transaction<Tables>;
+
+/** The broadcast can go: a draft whose segment (and topic, if it has one) exist, with a body. */
+const sendable = (eb: ExpressionBuilder<Tables, 'broadcasts'>) =>
+  eb.and([
+    eb('broadcasts.status', '=', 'draft'),
+    eb.exists(eb.selectFrom('segments').select('segments.id').whereRef('segments.id', '=', 'broadcasts.segment_id')),
+    eb.or([eb('broadcasts.topic_id', 'is', null), eb.exists(eb.selectFrom('topics').select('topics.id').whereRef('topics.id', '=', 'broadcasts.topic_id'))]),
+    eb.or([eb('broadcasts.html', 'is not', null), eb('broadcasts.text', 'is not', null)]),
+  ]);
 
 export class BroadcastStore {
   private readonly byId;
@@ -16,7 +56,128 @@ export class BroadcastStore {
     await this.db.insertInto('broadcasts').values(record).execute();
   }
 
+  /** Inserts a draft and sends it in one transaction: refused, nothing is stored. */
+  async insertAndSend(record: Insertable<BroadcastTable>, scheduledAt: string | null): Promise<Refusal | undefined> {
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        await tx.insertInto('broadcasts').values(record).execute();
+        const refusal = await this.send(record.id, scheduledAt, tx);
+        if (refusal) throw new Refused(refusal);
+      });
+    } catch (error) {
+      if (error instanceof Refused) return error.refusal;
+      throw error;
+    }
+    return undefined;
+  }
+
   async find(id: string): Promise<BroadcastRecord | undefined> {
     return (await this.byId(id))[0];
+  }
+
+  /** Changes a draft; with no changes, answers as a change would (unknown, or not a draft). */
+  async update(id: string, changes: BroadcastChanges): Promise<Refusal | undefined> {
+    const given = Object.values(changes).some((value) => value !== undefined);
+    const updated = await this.db
+      .updateTable('broadcasts')
+      .set(given ? changes : (eb) => ({ status: eb.ref('status') }))
+      .where('id', '=', id)
+      .where('status', '=', 'draft')
+      .returning('id')
+      .executeTakeFirst();
+    return updated ? undefined : this.refusal(id, this.db);
+  }
+
+  /** Deletes a draft. */
+  async delete(id: string): Promise<Refusal | undefined> {
+    const deleted = await this.db.deleteFrom('broadcasts').where('id', '=', id).where('status', '=', 'draft').returning('id').executeTakeFirst();
+    return deleted ? undefined : this.refusal(id, this.db);
+  }
+
+  /** Sends a draft: `scheduled` for `scheduledAt`, or `queued` now when it is null. */
+  async send(id: string, scheduledAt: string | null, db: Db = this.db): Promise<Refusal | undefined> {
+    const updated = await db
+      .updateTable('broadcasts')
+      .set(scheduledAt ? { status: 'scheduled', scheduled_at: scheduledAt } : { status: 'queued', scheduled_at: null })
+      .where('id', '=', id)
+      .where(sendable)
+      .returning('id')
+      .executeTakeFirst();
+    return updated ? undefined : this.refusal(id, db, 'send');
+  }
+
+  /**
+   * Cancels a scheduled or queued broadcast, and with it its emails still waiting in the outbox and
+   * held by no delivery. On PostgreSQL the status change waits for a fan-out chunk in progress (it
+   * holds the row), and the chunk after it sees `canceled` and stops; the emails of that chunk are
+   * committed by then, so they are canceled here too.
+   */
+  async cancel(id: string, now: Date): Promise<Refusal | undefined> {
+    const at = now.toISOString();
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        const canceled = await tx
+          .updateTable('broadcasts')
+          .set({ status: 'canceled', lease_token: null, lease_expires_at: null })
+          .where('id', '=', id)
+          .where('status', 'in', ['scheduled', 'queued'])
+          .returning('id')
+          .executeTakeFirst();
+        if (!canceled) throw new Refused(await this.refusal(id, tx));
+        await tx
+          .updateTable('emails')
+          .set({ last_event: 'canceled', updated_at: at, lease_token: null })
+          .where('broadcast_id', '=', id)
+          .where('last_event', 'in', PENDING)
+          .where((eb) => eb.or([eb('lease_token', 'is', null), eb('next_attempt_at', '<=', at)]))
+          .execute();
+      });
+    } catch (error) {
+      if (error instanceof Refused) return error.refusal;
+      throw error;
+    }
+    return undefined;
+  }
+
+  /** One page of at most `limit` broadcasts, newest first, with `hasMore` exact in the direction of travel. */
+  async page(limit: number, cursor: Cursor): Promise<{ records: ListedBroadcast[]; hasMore: boolean }> {
+    const query = await this.after(cursor);
+    if ('before' in cursor) {
+      const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').limit(limit + 1).execute();
+      return { records: rows.slice(0, limit).reverse(), hasMore: rows.length > limit };
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
+    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  /** Every broadcast beyond the cursor, newest first. */
+  async all(cursor: Cursor): Promise<ListedBroadcast[]> {
+    return (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  }
+
+  /** The query restricted to the broadcasts beyond the cursor; throws UnknownCursor if it names none. */
+  private async after(cursor: Cursor) {
+    const query = this.db.selectFrom('broadcasts').select(LISTED);
+    const [parameter, id] = 'after' in cursor ? ['after' as const, cursor.after] : 'before' in cursor ? ['before' as const, cursor.before] : [];
+    if (!parameter) return query;
+    const at = await this.db.selectFrom('broadcasts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
+    if (!at) throw new UnknownCursor(parameter);
+    const direction = parameter === 'after' ? '<' : '>';
+    return query.where((eb) => eb(eb.refTuple('created_at', 'id'), direction, eb.tuple(at.created_at, at.id)));
+  }
+
+  /** Why a move did not happen: the broadcast is missing or in another status, or (a send) cannot go. */
+  private async refusal(id: string, db: Db, move?: 'send'): Promise<Refusal> {
+    const record = await db.selectFrom('broadcasts').select(['status', 'segment_id', 'topic_id', 'html', 'text']).where('id', '=', id).executeTakeFirst();
+    if (!record) return { refused: 'not_found' };
+    if (record.status !== 'draft' || move !== 'send') return { refused: 'status', status: record.status };
+    const segment = await db.selectFrom('segments').select('id').where('id', '=', record.segment_id).executeTakeFirst();
+    if (!segment) return { refused: 'segment', segmentId: record.segment_id };
+    if (record.topic_id !== null && !(await db.selectFrom('topics').select('id').where('id', '=', record.topic_id).executeTakeFirst())) {
+      return { refused: 'topic', topicId: record.topic_id };
+    }
+    if (record.html === null && record.text === null) return { refused: 'body' };
+    // Sendable now: it changed between the move and this look; the caller's move lost the race.
+    return { refused: 'status', status: record.status };
   }
 }

@@ -5,6 +5,7 @@ import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
 import { EmailStore, type EmailRecord } from './emails.ts';
+import { FanoutStore } from './fanout.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
@@ -19,6 +20,8 @@ export interface Store {
   broadcasts: BroadcastStore;
   templates: TemplateStore;
   emails: EmailStore;
+  /** The broadcast fan-out's claims and chunks. */
+  fanout: FanoutStore;
   idempotency: IdempotencyStore;
   /** What GET /metrics reads from the database. */
   metrics: MetricsStore;
@@ -47,6 +50,7 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     broadcasts: new BroadcastStore(database.db),
     templates: new TemplateStore(database.db),
     emails,
+    fanout: new FanoutStore(database.db, database.dialect),
     idempotency,
     metrics: new MetricsStore(database.db),
     recipients: new RecipientStore(database.db),

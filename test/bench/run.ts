@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
+import { benchFanout } from './fanout.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -172,5 +173,8 @@ for (const name of Object.keys(paths)) {
   const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
   console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
 }
-console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}`);
+console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
+
+// 4. The broadcast fan-out of a large segment, on both databases whichever one the rest ran on.
+await benchFanout(targetScript, { ...env, LOG_LEVEL: 'warn' }, CONTACTS);
 rmSync(dataDir, { recursive: true, force: true });

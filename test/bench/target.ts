@@ -1,6 +1,6 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
-// answering every request with a fixed body, an SMTP sink that only counts, or a delivery worker. It
-// reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
+// answering every request with a fixed body, an SMTP sink that only counts, a delivery worker, or one
+// broadcast fan-out run to its end (it reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,6 +8,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import express from 'express';
 import { pino } from 'pino';
 import { SMTPServer } from 'smtp-server';
+import { FanoutWorker } from '../../server/broadcasts/fanout.ts';
 import { loadConfig } from '../../server/config.ts';
 import { smtpTransport } from '../../server/delivery/transport.ts';
 import { DeliveryWorker } from '../../server/delivery/worker.ts';
@@ -40,6 +41,20 @@ async function listen(): Promise<string> {
     await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
     return `smtp://127.0.0.1:${(sink.server.address() as AddressInfo).port}`;
   }
+  if (kind === 'fanout') {
+    const config = loadConfig();
+    const store = await openStore(config);
+    const db = store.database.db;
+    const fanout = new FanoutWorker(store, pino({ level: 'warn' }), config.fanout);
+    const startRssBytes = process.resourceUsage().maxRSS * 1024;
+    const started = performance.now();
+    while (await fanout.runOnce());
+    const seconds = (performance.now() - started) / 1000;
+    const { n } = await db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('broadcast_id', 'is not', null).executeTakeFirstOrThrow();
+    await store.close();
+    process.send!({ recipients: Number(n), seconds, peakRssBytes: process.resourceUsage().maxRSS * 1024, startRssBytes });
+    return 'fanout';
+  }
   if (kind === 'deliver') {
     const config = loadConfig();
     const store = await openStore(config);
@@ -65,7 +80,7 @@ async function listen(): Promise<string> {
 }
 
 const url = await listen();
-process.send!({ url });
+if (kind !== 'fanout') process.send!({ url });
 process.on('message', (message) => {
   if (message === 'reset') {
     delay.reset();

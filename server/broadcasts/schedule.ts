@@ -1,0 +1,23 @@
+// `scheduled_at` as Resend takes it: ISO 8601, or English words read from now (`in 1 hour`,
+// `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must be the time, so that
+// `send in 1 hour or so` is refused rather than read as a guess.
+import { parse } from 'chrono-node';
+import { invalid, quoted } from '../errors.ts';
+
+/** The latest time a Timestamp can hold (four-digit years). */
+const LAST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * The time to send at, as stored (ISO 8601 in UTC with milliseconds), or null for now: no time given,
+ * or one already past. Throws a 422 naming `scheduled_at` when the value is not a time.
+ */
+export function sendTime(scheduledAt: string | undefined, now: Date): string | null {
+  if (scheduledAt === undefined) return null;
+  const text = scheduledAt.trim();
+  const [found] = parse(text, { instant: now, timezone: 'UTC' }, { forwardDate: true });
+  const at = found?.start.date().getTime();
+  if (!found || found.index !== 0 || found.text.length !== text.length || at === undefined || Number.isNaN(at) || at > LAST) {
+    throw invalid(`The \`scheduled_at\` ${quoted(scheduledAt)} cannot be read as a time; give ISO 8601 or words such as \`in 1 hour\`.`, 'invalid_parameter');
+  }
+  return at <= now.getTime() ? null : new Date(at).toISOString();
+}
