@@ -18,11 +18,12 @@ import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
+import { audienceRoutes } from './audiences/routes.ts';
 import { authenticate, authorize } from './auth.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
-import { contactRoutes } from './contacts/routes.ts';
+import { contactHandlers, contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
@@ -34,7 +35,9 @@ import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
+import { memberList, segmentRoutes } from './segments/routes.ts';
 import { templateRoutes } from './templates/routes.ts';
+import { topicRoutes } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
 
 export interface AppOptions {
@@ -69,7 +72,12 @@ export function createApp({ spec, store, logger, config, extraRoutes }: AppOptio
   app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   app.use('/health', healthRoutes(store));
-  app.use('/contacts', contactRoutes(store, contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger }), compile('/components/schemas/ContactProperties')));
+  const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
+  const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'));
+  app.use('/contacts', contactRoutes(contacts));
+  app.use(segmentRoutes(store, streamContacts));
+  app.use(topicRoutes(store));
+  app.use('/audiences', audienceRoutes(store, contacts, memberList(store, streamContacts)));
   app.use('/broadcasts', broadcastRoutes(store));
   app.use('/emails', emailRoutes(store));
   app.use('/templates', templateRoutes(store));

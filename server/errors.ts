@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { isUnavailable } from './store/database.ts';
+import { NotFound, UnknownReference } from './store/missing.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -62,6 +63,8 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof NotFound) return notFound(err.what);
+  if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
   switch (e.type) {

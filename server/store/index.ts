@@ -8,12 +8,16 @@ import { EmailStore, type EmailRecord } from './emails.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
+import { SegmentStore } from './segments.ts';
 import { TemplateStore } from './templates.ts';
+import { TopicStore } from './topics.ts';
 
 export interface Store {
   database: Database;
   apiKeys: ApiKeyStore;
   contacts: ContactStore;
+  segments: SegmentStore;
+  topics: TopicStore;
   broadcasts: BroadcastStore;
   templates: TemplateStore;
   emails: EmailStore;
@@ -39,6 +43,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     database,
     apiKeys: new ApiKeyStore(database.db),
     contacts: new ContactStore(database),
+    segments: new SegmentStore(database),
+    topics: new TopicStore(database),
     broadcasts: new BroadcastStore(database.db),
     templates: new TemplateStore(database.db),
     emails,
