@@ -31,9 +31,12 @@ export function lockContact(tx: Transaction<Tables>, dialect: DialectName, [by, 
 
 export class ContactStore {
   private readonly db: Kysely<Tables>;
+  /** Contacts in (created_at, id) order, as contacts_newest_first holds them. */
+  private readonly order: Order;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
+    this.order = { time: 'created_at', id: 'id', position: contactPosition(database.db) };
   }
 
   /**
@@ -97,14 +100,13 @@ export class ContactStore {
     return keysetStream(this.db.selectFrom('contacts').select(LISTED), this.order, cursor, contactKeyset, chunk);
   }
 
-  /** Contacts in (created_at, id) order, as contacts_newest_first holds them; a cursor may be any contact. */
-  readonly order: Order = {
-    time: 'created_at',
-    id: 'id',
-    position: async (id) => {
-      const at = await this.db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
-      return at && { time: at.created_at, id: at.id };
-    },
+}
+
+/** Where a contact sits in newest-first order: any contact is a cursor of a contact list, a segment's too. */
+export function contactPosition(db: Kysely<Tables>): Order['position'] {
+  return async (id) => {
+    const at = await db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
+    return at && { time: at.created_at, id: at.id };
   };
 }
 

@@ -1,7 +1,7 @@
 // Segments and their memberships (segment_contacts). A membership copies its contact's created_at, which
 // never changes, so that a segment's members list newest first off segment_contacts_newest_first alone.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import { contactKeyset, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
+import { contactKeyset, contactPosition, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
 import type { Database, DialectName, SegmentTable, Tables } from './database.ts';
 import { keysetAll, keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { shared } from './locks.ts';
@@ -13,9 +13,12 @@ export type JoinedSegment = Pick<SegmentRecord, 'id' | 'name' | 'created_at'>;
 
 export class SegmentStore {
   private readonly db: Kysely<Tables>;
+  /** Over segment_contacts_newest_first; a cursor may be any contact, as in the whole contact list. */
+  private readonly memberOrder: Order;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
+    this.memberOrder = { time: 'sc.contact_created_at', id: 'sc.contact_id', position: contactPosition(database.db) };
   }
 
   async insert(record: SegmentRecord): Promise<void> {
@@ -130,15 +133,6 @@ export class SegmentStore {
     },
   };
 
-  /** Over segment_contacts_newest_first; a cursor may be any contact, as in the whole contact list. */
-  private readonly memberOrder: Order = {
-    time: 'sc.contact_created_at',
-    id: 'sc.contact_id',
-    position: async (id) => {
-      const at = await this.db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
-      return at && { time: at.created_at, id: at.id };
-    },
-  };
 }
 
 /** Within `tx`: the segment, kept from being deleted until `tx` ends (see locks.ts), or undefined. */

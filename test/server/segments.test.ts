@@ -198,7 +198,10 @@ describe.each(backends)('segments on %s', (backend) => {
     expect(refused).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: `The segment \`${NOWHERE}\` in \`segments\` does not exist.` } });
     expect((await call('GET', '/contacts/never@example.com')).status).toBe(404);
     expect(await rows('segment_contacts', 'segment_id', a)).toHaveLength(1);
-    expect((await call('POST', '/contacts', { email: 'never@example.com', segments: ['not-a-uuid'] })).status).toBe(422);
+    // Either shape of a segment reference is judged as itself, naming the field at fault.
+    expect((await call('POST', '/contacts', { email: 'never@example.com', segments: ['not-a-uuid'] })).body.message).toBe('The `segments.0` must be a valid UUID.');
+    expect((await call('POST', '/contacts', { email: 'never@example.com', segments: [a, { id: 'nope' }] })).body.message).toBe('The `segments.1.id` must be a valid UUID.');
+    expect((await call('POST', '/contacts', { email: 'never@example.com', segments: [{}] })).body).toMatchObject({ name: 'missing_required_field', message: 'Missing `segments.0.id` field.' });
 
     // An email that exists already: 200 with the same id, and its memberships unchanged too.
     const again = await call('POST', '/contacts', { email: 'JOINER@example.com', segments: [await segment('C')] });

@@ -116,6 +116,10 @@ describe.each(backends)('topics on %s', (backend) => {
     for (const body of [[{ id: known }], [{ id: known, subscription: 'yes' }], [{ id: 'nope', subscription: 'opt_in' }], { topics: 'all' }, { other: [] }, [{ id: known, subscription: 'opt_in', extra: 1 }]]) {
       expect((await call('PATCH', `/contacts/${id}/topics`, body)).status, JSON.stringify(body)).toBe(422);
     }
+    // Either shape of the body is judged as itself, naming the field at fault.
+    expect((await call('PATCH', `/contacts/${id}/topics`, { topics: [{ id: 'x', subscription: 'opt_in' }] })).body.message).toBe('The `topics.0.id` must be a valid UUID.');
+    expect((await call('PATCH', `/contacts/${id}/topics`, [{ id: known }])).body).toMatchObject({ name: 'missing_required_field', message: 'Missing `0.subscription` field.' });
+    expect((await call('PATCH', `/contacts/${id}/topics`, { other: [] })).body).toMatchObject({ name: 'missing_required_field', message: 'Missing `topics` field.' });
     // JSON that is neither an array nor an object is refused by the body parser, as everywhere.
     expect((await call('PATCH', `/contacts/${id}/topics`, 'opt_in')).body).toMatchObject({ statusCode: 400, name: 'invalid_json' });
     expect((await call('PATCH', `/contacts/${id}/topics`, Array.from({ length: 101 }, () => ({ id: known, subscription: 'opt_in' })))).status).toBe(422);
