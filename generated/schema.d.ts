@@ -122,6 +122,371 @@ export interface paths {
         patch: operations["updateContact"];
         trace?: never;
     };
+    "/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List segments
+         * @description Lists segments newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`.
+         */
+        get: operations["listSegments"];
+        put?: never;
+        /**
+         * Create a segment
+         * @description Creates an empty segment with a name.
+         */
+        post: operations["createSegment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/segments/{segment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a segment
+         * @description Returns one segment.
+         */
+        get: operations["getSegment"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a segment
+         * @description Deletes a segment and its memberships; the contacts themselves stay.
+         */
+        delete: operations["deleteSegment"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a segment
+         * @description Renames a segment; its contacts stay as they are.
+         */
+        patch: operations["updateSegment"];
+        trace?: never;
+    };
+    "/segments/{segment_id}/contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List contacts in a segment
+         * @description Lists the contacts of one segment exactly as listing every contact does: newest first, paged with `limit` and a cursor, or all of them without `limit`.
+         */
+        get: operations["listSegmentContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/{contact_id}/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List segments of a contact
+         * @description Lists the segments a contact belongs to, the one it joined last first, paged with `limit` and a cursor or all at once.
+         */
+        get: operations["listContactSegments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/{contact_id}/segments/{segment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a contact to a segment
+         * @description Adds a contact to a segment; adding a contact that is a member already changes nothing.
+         */
+        post: operations["addContactToSegment"];
+        /**
+         * Remove a contact from a segment
+         * @description Takes a contact out of a segment; the contact itself stays.
+         */
+        delete: operations["removeContactFromSegment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/contacts/{contact_id}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List topics of a contact
+         * @description Lists every topic with the contact's subscription to it: the choice the contact made, or else the topic's default.
+         */
+        get: operations["listContactTopics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update topics of a contact
+         * @description Records the contact's choice for each topic given and leaves its other topics as they are.
+         */
+        patch: operations["updateContactTopics"];
+        trace?: never;
+    };
+    "/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List topics
+         * @description Lists topics newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`.
+         */
+        get: operations["listTopics"];
+        put?: never;
+        /**
+         * Create a topic
+         * @description Creates a topic that contacts can opt in to or out of.
+         */
+        post: operations["createTopic"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/topics/{topic_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic's id.
+                 * @example b6d24b8e-af0b-4c3c-be0c-359bbd97381e
+                 */
+                topic_id: components["parameters"]["TopicIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a topic
+         * @description Returns one topic.
+         */
+        get: operations["getTopic"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a topic
+         * @description Deletes a topic and every contact's choice for it.
+         */
+        delete: operations["deleteTopic"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a topic
+         * @description Changes a topic's name, description or visibility; its default subscription is fixed when it is created.
+         */
+        patch: operations["updateTopic"];
+        trace?: never;
+    };
+    "/audiences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audiences
+         * @deprecated
+         * @description Lists segments under their legacy name, as audiences; use `listSegments` instead.
+         */
+        get: operations["listAudiences"];
+        put?: never;
+        /**
+         * Create an audience
+         * @deprecated
+         * @description Creates a segment under its legacy name, an audience; use `createSegment` instead.
+         */
+        post: operations["createAudience"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audiences/{audience_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve an audience
+         * @deprecated
+         * @description Returns one segment under its legacy name, an audience; use `getSegment` instead.
+         */
+        get: operations["getAudience"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an audience
+         * @deprecated
+         * @description Deletes a segment and its memberships under its legacy name, an audience; use `deleteSegment` instead.
+         */
+        delete: operations["deleteAudience"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audiences/{audience_id}/contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List contacts in an audience
+         * @deprecated
+         * @description Lists the contacts of an audience (a segment) as `listSegmentContacts` does; use that instead.
+         */
+        get: operations["listAudienceContacts"];
+        put?: never;
+        /**
+         * Create a contact in an audience
+         * @deprecated
+         * @description Creates a contact as `createContact` does, or finds the one with this email, and adds it to the audience (a segment).
+         */
+        post: operations["createAudienceContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audiences/{audience_id}/contacts/{contact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a contact in an audience
+         * @deprecated
+         * @description Returns a contact that is in the audience, found by its id or email, as `getContact` does.
+         */
+        get: operations["getAudienceContact"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a contact in an audience
+         * @deprecated
+         * @description Deletes a contact that is in the audience for good, from every segment, as `deleteContact` does.
+         */
+        delete: operations["deleteAudienceContact"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a contact in an audience
+         * @deprecated
+         * @description Changes a contact that is in the audience as `updateContact` does.
+         */
+        patch: operations["updateAudienceContact"];
+        trace?: never;
+    };
     "/broadcasts": {
         parameters: {
             query?: never;
@@ -523,6 +888,9 @@ export interface components {
              */
             unsubscribed?: boolean;
             properties?: components["schemas"]["ContactProperties"];
+            /** @description Segments to add the new contact to, by id; every one must exist. */
+            segments?: components["schemas"]["SegmentReference"][];
+            topics?: components["schemas"]["TopicChoices"];
         };
         /** @description The fields to change; a name or a property set to `null` is removed. */
         UpdateContactRequest: {
@@ -531,6 +899,313 @@ export interface components {
             /** @description Whether the contact is unsubscribed. */
             unsubscribed?: boolean;
             properties?: components["schemas"]["ContactPropertiesUpdate"];
+        };
+        /** @description A new contact for an audience; it joins no other segment and makes no topic choice. */
+        CreateAudienceContactRequest: {
+            email: components["schemas"]["EmailAddress"];
+            first_name?: components["schemas"]["PersonName"];
+            last_name?: components["schemas"]["PersonName"];
+            /**
+             * @description Whether the contact starts out unsubscribed.
+             * @default false
+             */
+            unsubscribed?: boolean;
+            properties?: components["schemas"]["ContactProperties"];
+        };
+        /**
+         * @description A name to tell the segment apart; only you see it.
+         * @example Newsletter readers
+         */
+        SegmentName: string;
+        /** @description A segment's id, or an object holding it as `id`. */
+        SegmentReference: components["schemas"]["Uuid"] | {
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description A named set of contacts. */
+        Segment: {
+            /**
+             * @description Always `segment`.
+             * @constant
+             */
+            object: "segment";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["SegmentName"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A list of segments, newest first. */
+        SegmentList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more segments lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The segments, at most `limit` of them. */
+            data: components["schemas"]["Segment"][];
+        };
+        /** @description A segment that was created. */
+        CreatedSegment: {
+            /**
+             * @description Always `segment`.
+             * @constant
+             */
+            object: "segment";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["SegmentName"];
+        };
+        /** @description The id of a segment that was changed. */
+        SegmentRef: {
+            /**
+             * @description Always `segment`.
+             * @constant
+             */
+            object: "segment";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a segment was deleted. */
+        DeletedSegment: {
+            /**
+             * @description Always `segment`.
+             * @constant
+             */
+            object: "segment";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A new segment (or audience, its legacy name). */
+        CreateSegmentRequest: {
+            name: components["schemas"]["SegmentName"];
+        };
+        /** @description The segment's new name. */
+        UpdateSegmentRequest: {
+            name: components["schemas"]["SegmentName"];
+        };
+        /** @description A segment a contact belongs to. */
+        ContactSegment: {
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["SegmentName"];
+            /** @description When the contact joined the segment. */
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description The segments a contact belongs to, the one it joined last first. */
+        ContactSegmentList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more segments lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The segments, at most `limit` of them. */
+            data: components["schemas"]["ContactSegment"][];
+        };
+        /** @description A contact's membership of a segment; `id` is the segment's id. */
+        ContactSegmentRef: {
+            /**
+             * @description Always `contact_segment`.
+             * @constant
+             */
+            object: "contact_segment";
+            id: components["schemas"]["Uuid"];
+            contact_id: components["schemas"]["Uuid"];
+            segment_id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a contact was taken out of a segment; `id` is the segment's id. */
+        DeletedContactSegment: {
+            /**
+             * @description Always `contact_segment`.
+             * @constant
+             */
+            object: "contact_segment";
+            id: components["schemas"]["Uuid"];
+            contact_id: components["schemas"]["Uuid"];
+            segment_id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A segment under its legacy name. */
+        Audience: {
+            /**
+             * @description Always `audience`.
+             * @constant
+             */
+            object: "audience";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["SegmentName"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A list of audiences (segments), newest first. */
+        AudienceList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more audiences lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The audiences, at most `limit` of them. */
+            data: components["schemas"]["Audience"][];
+        };
+        /** @description An audience (a segment) that was created. */
+        CreatedAudience: {
+            /**
+             * @description Always `audience`.
+             * @constant
+             */
+            object: "audience";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["SegmentName"];
+        };
+        /** @description Confirms that an audience (a segment) was deleted. */
+        DeletedAudience: {
+            /**
+             * @description Always `audience`.
+             * @constant
+             */
+            object: "audience";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /**
+         * @description The topic's name, as contacts see it.
+         * @example Product updates
+         */
+        TopicName: string;
+        /**
+         * @description What the topic is about, as contacts see it.
+         * @example News about features we ship, once a month.
+         */
+        TopicDescription: string;
+        /**
+         * @description Whether a contact gets a topic's broadcasts (`opt_in`) or not (`opt_out`).
+         * @enum {string}
+         */
+        TopicSubscription: "opt_in" | "opt_out";
+        /**
+         * @description Public topics are shown to every contact on the unsubscribe page; private ones only to contacts who opted in.
+         * @enum {string}
+         */
+        TopicVisibility: "public" | "private";
+        /** @description A subject contacts can opt in to or out of. */
+        Topic: {
+            /**
+             * @description Always `topic`.
+             * @constant
+             */
+            object: "topic";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["TopicName"];
+            description: components["schemas"]["TopicDescription"] | null;
+            default_subscription: components["schemas"]["TopicSubscription"];
+            visibility: components["schemas"]["TopicVisibility"];
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A list of topics, newest first. */
+        TopicList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more topics lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The topics, at most `limit` of them. */
+            data: components["schemas"]["Topic"][];
+        };
+        /** @description The id of a topic that was created or changed. */
+        TopicRef: {
+            /**
+             * @description Always `topic`.
+             * @constant
+             */
+            object: "topic";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a topic was deleted. */
+        DeletedTopic: {
+            /**
+             * @description Always `topic`.
+             * @constant
+             */
+            object: "topic";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A new topic. Its `default_subscription` is what contacts get until they choose, and cannot be changed later. */
+        CreateTopicRequest: {
+            name: components["schemas"]["TopicName"];
+            description?: components["schemas"]["TopicDescription"];
+            default_subscription: components["schemas"]["TopicSubscription"];
+            /** @default private */
+            visibility?: components["schemas"]["TopicVisibility"];
+        };
+        /**
+         * @description The fields to change; a description set to `null` is removed. `id`, when given, must be the id
+         *     in the path; `default_subscription`, when given, must be the topic's own, since it cannot change.
+         */
+        UpdateTopicRequest: {
+            id?: components["schemas"]["Uuid"];
+            name?: components["schemas"]["TopicName"];
+            description?: components["schemas"]["TopicDescription"] | null;
+            visibility?: components["schemas"]["TopicVisibility"];
+            default_subscription?: components["schemas"]["TopicSubscription"];
+        };
+        /** @description A contact's choice for one topic. */
+        TopicChoice: {
+            id: components["schemas"]["Uuid"];
+            subscription: components["schemas"]["TopicSubscription"];
+        };
+        /** @description Choices for up to 100 topics, each of which must exist; of two choices for one topic the last holds. */
+        TopicChoices: components["schemas"]["TopicChoice"][];
+        /** @description The contact's choices, as a bare array or as `{"topics": [...]}`. */
+        UpdateContactTopicsRequest: components["schemas"]["TopicChoices"] | {
+            topics: components["schemas"]["TopicChoices"];
+        };
+        /** @description A topic with one contact's subscription to it. */
+        ContactTopic: {
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["TopicName"];
+            description: components["schemas"]["TopicDescription"] | null;
+            subscription: components["schemas"]["TopicSubscription"];
+        };
+        /** @description Every topic with one contact's subscription to it, newest topic first. */
+        ContactTopicList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more topics lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The topics, at most `limit` of them. */
+            data: components["schemas"]["ContactTopic"][];
+        };
+        /** @description The choices that were recorded for a contact; `id` is the contact's id. */
+        ContactTopicsRef: {
+            /**
+             * @description Always `contact_topics`.
+             * @constant
+             */
+            object: "contact_topics";
+            id: components["schemas"]["Uuid"];
+            /** @description One choice per topic named in the request. */
+            topics: components["schemas"]["TopicChoice"][];
         };
         /**
          * @description One email to send. `from` and `subject` are required unless a template supplies them;
@@ -959,6 +1634,78 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description No segment has this id. */
+        SegmentNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No contact has this id or email, no segment has this id, or (when removing) the contact is not in the segment. */
+        MembershipNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No audience (segment) has this id. */
+        AudienceNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No audience (segment) has this id, or the audience holds no contact with this id or email. */
+        AudienceContactNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No topic has this id. */
+        TopicNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `limit` is outside 1 to 100, `after` and `before` were both given, a cursor names no item of the list, or an id in the path is not valid. */
+        InvalidPageQuery: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No broadcast has this id. */
         BroadcastNotFound: {
             headers: {
@@ -1230,6 +1977,30 @@ export interface components {
          */
         ContactIdPath: components["schemas"]["Uuid"] | components["schemas"]["EmailAddress"];
         /**
+         * @description The segment's id.
+         * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+         */
+        SegmentIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description The audience's id, which is the id of the segment it names.
+         * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+         */
+        AudienceIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description The topic's id.
+         * @example b6d24b8e-af0b-4c3c-be0c-359bbd97381e
+         */
+        TopicIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description How many items to return. Without it the whole list is returned in one response.
+         * @example 20
+         */
+        PageLimit: number;
+        /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+        PageAfter: components["schemas"]["Uuid"];
+        /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+        PageBefore: components["schemas"]["Uuid"];
+        /**
          * @description The broadcast's id.
          * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
          */
@@ -1460,7 +2231,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description A contact with this email address already existed; it is returned unchanged. */
+            /**
+             * @description A contact with this email address already existed; it is returned unchanged, its segments
+             *     and topic choices too: `segments` and `topics` apply only to a contact this request creates.
+             */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1472,7 +2246,7 @@ export interface operations {
                     "application/json": components["schemas"]["ContactRef"];
                 };
             };
-            /** @description The contact was created. */
+            /** @description The contact was created, in the segments and with the topic choices given, all at once. */
             201: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -1605,6 +2379,1052 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listSegments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of segments, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSegmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The segment was created. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedSegment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The segment. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Segment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SegmentNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The segment was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedSegment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SegmentNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSegmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The segment was renamed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SegmentNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listSegmentContacts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many contacts to return. Without it every contact is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the segment's contacts, newest first; `has_more` as for all contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SegmentNotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listContactSegments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the contact's segments; `created_at` is when the contact joined each. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactSegmentList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    addContactToSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact is in the segment, whether it was just added or was there before. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactSegmentRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["MembershipNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    removeContactFromSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+                /**
+                 * @description The segment's id.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id: components["parameters"]["SegmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact was taken out of the segment. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedContactSegment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["MembershipNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listContactTopics: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of topics, newest first, each with the contact's subscription. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactTopicList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateContactTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateContactTopicsRequest"];
+            };
+        };
+        responses: {
+            /** @description The choices were recorded; `topics` repeats them, one per topic. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactTopicsRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listTopics: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of topics, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTopicRequest"];
+            };
+        };
+        responses: {
+            /** @description The topic was created. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic's id.
+                 * @example b6d24b8e-af0b-4c3c-be0c-359bbd97381e
+                 */
+                topic_id: components["parameters"]["TopicIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The topic. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Topic"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TopicNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic's id.
+                 * @example b6d24b8e-af0b-4c3c-be0c-359bbd97381e
+                 */
+                topic_id: components["parameters"]["TopicIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The topic was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedTopic"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TopicNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The topic's id.
+                 * @example b6d24b8e-af0b-4c3c-be0c-359bbd97381e
+                 */
+                topic_id: components["parameters"]["TopicIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTopicRequest"];
+            };
+        };
+        responses: {
+            /** @description The topic was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["TopicNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listAudiences: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audiences (segments), newest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AudienceList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createAudience: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSegmentRequest"];
+            };
+        };
+        responses: {
+            /** @description The audience (a segment) was created. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAudience"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getAudience: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The audience (a segment). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Audience"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteAudience: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The audience (a segment) was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedAudience"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listAudienceContacts: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many contacts to return. Without it every contact is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the audience's contacts, newest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceNotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createAudienceContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAudienceContactRequest"];
+            };
+        };
+        responses: {
+            /** @description A contact with this email address already existed; its fields are unchanged, and it is now in the audience. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactRef"];
+                };
+            };
+            /** @description The contact was created in the audience. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getAudienceContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Contact"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceContactNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteAudienceContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedContact"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceContactNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateAudienceContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The audience's id, which is the id of the segment it names.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                audience_id: components["parameters"]["AudienceIdPath"];
+                /**
+                 * @description The contact's id, or its email address.
+                 * @example e169aa45-1ecf-4183-9955-b1499d5701d3
+                 */
+                contact_id: components["parameters"]["ContactIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateContactRequest"];
+            };
+        };
+        responses: {
+            /** @description The contact was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AudienceContactNotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { isUnavailable } from './store/database.ts';
+import { NotFound, UnknownReference } from './store/missing.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -62,6 +63,8 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
 
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof NotFound) return notFound(err.what);
+  if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
   switch (e.type) {
@@ -95,7 +98,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
 
 /** The first failure, said the way a person fixing the request needs it: which field, and what it must be. */
 function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDocument): ApiError {
-  const item = e.errors?.[0];
+  const item = e.errors?.find((error, _, all) => !wrongBranch(error, all));
   if (!item) return invalid(e.message);
   const [, location, ...rest] = item.path.split('/');
   const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
@@ -136,6 +139,17 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       break;
   }
   return invalid(`The \`${field}\` ${item.message}.`, name);
+}
+
+/**
+ * A union (oneOf, anyOf) fails with every branch's reasons. When one branch took the value and failed
+ * inside it (an error below the union's path), that branch is what the caller meant: another branch's
+ * "must be <type>" at the union's own path would only mislead (`{"id": "x"}` is not "a string").
+ */
+function wrongBranch(error: NonNullable<ValidatorError['errors']>[number], all: NonNullable<ValidatorError['errors']>): boolean {
+  if (!error.errorCode?.startsWith('type.')) return false;
+  const atUnion = all.some((other) => /^(oneOf|anyOf)\./.test(other.errorCode ?? '') && other.path === error.path);
+  return atUnion && all.some((other) => other.path.startsWith(`${error.path}/`));
 }
 
 /**

@@ -3,8 +3,9 @@
 // always returnable. Rows stored by versions with looser rules (an address like `a@localhost`, more than
 // 50 properties after a PATCH) would still fail that check and break the unpaginated list; repairing
 // such rows is a data migration, not something a read can do, and is left out.
-import type { Schemas } from '../api.ts';
-import type { ListedContact } from '../store/contacts.ts';
+import { randomUUID } from 'node:crypto';
+import type { PathParams, Schemas } from '../api.ts';
+import type { ContactKey, ContactRecord, ListedContact } from '../store/contacts.ts';
 
 export function toContact(record: ListedContact): Schemas['Contact'] {
   return {
@@ -17,4 +18,25 @@ export function toContact(record: ListedContact): Schemas['Contact'] {
     unsubscribed: Boolean(record.unsubscribed),
     properties: JSON.parse(record.properties),
   };
+}
+
+/** A contact to store, from the fields of a create request. */
+export function newContact({ email, first_name, last_name, unsubscribed, properties }: Schemas['CreateAudienceContactRequest']): ContactRecord {
+  const now = new Date().toISOString();
+  return {
+    id: randomUUID(),
+    email,
+    email_key: email.toLowerCase(),
+    first_name: first_name ?? null,
+    last_name: last_name ?? null,
+    unsubscribed: unsubscribed ? 1 : 0,
+    properties: JSON.stringify(properties ?? {}),
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The path names a contact by id or by email; emails are matched without regard to case. */
+export function contactKey({ contact_id }: PathParams<'getContact'>): ContactKey {
+  return contact_id.includes('@') ? ['email_key', contact_id.toLowerCase()] : ['id', contact_id];
 }

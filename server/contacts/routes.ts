@@ -1,17 +1,30 @@
-// Contacts: list (paged or streamed whole), create, retrieve, update, delete.
-import { randomUUID } from 'node:crypto';
+// Contacts: list (paged or streamed whole), create (joining segments and topics), retrieve, update, delete.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { Router } from 'express';
-import type { OperationHandler, PathParams, Schemas } from '../api.ts';
+import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { Cursor } from '../store/contacts.ts';
 import { UnknownCursor } from '../store/contacts.ts';
 import type { Store } from '../store/index.ts';
-import { toContact } from './contact.ts';
+import { contactKey, newContact, toContact } from './contact.ts';
 import type { ContactStream } from './stream.ts';
 
-/** `validProperties` is the contract's ContactProperties schema, which every stored contact must satisfy. */
-export function contactRoutes(store: Store, streamContacts: ContactStream, validProperties: ValidateFunction): Router {
+export type ContactHandlers = ReturnType<typeof contactHandlers>;
+
+export function contactRoutes(handlers: ContactHandlers): Router {
+  return Router()
+    .get('/', handlers.listContacts)
+    .post('/', handlers.createContact)
+    .get('/:contact_id', handlers.getContact)
+    .patch('/:contact_id', handlers.updateContact)
+    .delete('/:contact_id', handlers.deleteContact);
+}
+
+/**
+ * The operations' handlers, which the legacy audience routes reuse. `validProperties` is the contract's
+ * ContactProperties schema, which every stored contact must satisfy.
+ */
+export function contactHandlers(store: Store, streamContacts: ContactStream, validProperties: ValidateFunction) {
   const contacts = store.contacts;
 
   const listContacts: OperationHandler<'listContacts'> = async (req, res) => {
@@ -29,24 +42,14 @@ export function contactRoutes(store: Store, streamContacts: ContactStream, valid
   };
 
   const createContact: OperationHandler<'createContact'> = async (req, res) => {
-    const { email, first_name, last_name, unsubscribed, properties } = req.body;
-    const now = new Date().toISOString();
-    const { record, created } = await contacts.insertUnlessExists({
-      id: randomUUID(),
-      email,
-      email_key: email.toLowerCase(),
-      first_name: first_name ?? null,
-      last_name: last_name ?? null,
-      unsubscribed: unsubscribed ? 1 : 0,
-      properties: JSON.stringify(properties ?? {}),
-      created_at: now,
-      updated_at: now,
-    });
+    const { segments = [], topics = [] } = req.body;
+    const joins = segments.length || topics.length ? { segments: segments.map((segment) => (typeof segment === 'string' ? segment : segment.id)), topics } : undefined;
+    const { record, created } = await contacts.insertUnlessExists(newContact(req.body), joins);
     res.status(created ? 201 : 200).json({ object: 'contact', id: record.id });
   };
 
   const getContact: OperationHandler<'getContact'> = async (req, res) => {
-    const record = await contacts.find(...lookup(req.params));
+    const record = await contacts.find(...contactKey(req.params));
     if (!record) throw notFound('Contact');
     res.json(toContact(record));
   };
@@ -54,7 +57,7 @@ export function contactRoutes(store: Store, streamContacts: ContactStream, valid
   const updateContact: OperationHandler<'updateContact'> = async (req, res) => {
     const { first_name, last_name, unsubscribed, properties } = req.body;
     // Runs inside the store's transaction: refusing here rolls the update back.
-    const record = await contacts.update(...lookup(req.params), (current) => ({
+    const record = await contacts.update(...contactKey(req.params), (current) => ({
       ...(first_name !== undefined && { first_name }),
       ...(last_name !== undefined && { last_name }),
       ...(unsubscribed !== undefined && { unsubscribed: unsubscribed ? 1 : 0 }),
@@ -66,7 +69,7 @@ export function contactRoutes(store: Store, streamContacts: ContactStream, valid
   };
 
   const deleteContact: OperationHandler<'deleteContact'> = async (req, res) => {
-    const id = await contacts.delete(...lookup(req.params));
+    const id = await contacts.delete(...contactKey(req.params));
     if (!id) throw notFound('Contact');
     res.json({ object: 'contact', contact: id, deleted: true });
   };
@@ -90,15 +93,5 @@ export function contactRoutes(store: Store, streamContacts: ContactStream, valid
     return merged;
   }
 
-  return Router()
-    .get('/', listContacts)
-    .post('/', createContact)
-    .get('/:contact_id', getContact)
-    .patch('/:contact_id', updateContact)
-    .delete('/:contact_id', deleteContact);
-}
-
-/** The path names a contact by id or by email; emails are matched without regard to case. */
-function lookup({ contact_id }: PathParams<'getContact'>): ['id' | 'email_key', string] {
-  return contact_id.includes('@') ? ['email_key', contact_id.toLowerCase()] : ['id', contact_id];
+  return { listContacts, createContact, getContact, updateContact, deleteContact };
 }

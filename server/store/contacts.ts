@@ -1,43 +1,61 @@
 // Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
-import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { ContactTable, Database, Tables } from './database.ts';
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { ContactTable, Database, DialectName, Tables } from './database.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
+import { shared } from './locks.ts';
+import { addMemberships, requireSegments } from './segments.ts';
+import { requireTopics, saveChoices, type TopicChoice } from './topics.ts';
+
+export { UnknownCursor, type Cursor } from './keyset.ts';
 
 export type ContactRecord = Selectable<ContactTable>;
 /** What listing needs: fewer columns read is measurably faster on long pages. */
 export type ListedContact = Omit<ContactRecord, 'email_key' | 'updated_at'>;
-const LISTED = ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'properties', 'created_at'] as const;
+export const LISTED = ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'properties', 'created_at'] as const;
 export type ContactChanges = Omit<Updateable<ContactTable>, 'id' | 'email' | 'email_key' | 'created_at'>;
-export type Cursor = { after: string } | { before: string } | Record<string, never>;
-export type Page = { records: ListedContact[]; hasMore: boolean };
+/** How a path names a contact: by id, or by its lower-cased email. */
+export type ContactKey = ['id' | 'email_key', string];
 
-/** An `after` or `before` id that names no contact. */
-export class UnknownCursor extends Error {
-  constructor(readonly parameter: 'after' | 'before') {
-    super(`unknown ${parameter} cursor`);
-  }
+/** What a new contact joins as it is created: segments by id, and its own topic choices. */
+export interface Joins {
+  segments: string[];
+  topics: TopicChoice[];
+  /** Whether a contact that exists already joins them too (the legacy audience route), or stays as it is. */
+  existingJoins?: boolean;
+}
+
+/** Within `tx`: the contact, kept from being deleted until `tx` ends (see locks.ts), or undefined. */
+export function lockContact(tx: Transaction<Tables>, dialect: DialectName, [by, value]: ContactKey): Promise<ContactRecord | undefined> {
+  return shared(tx.selectFrom('contacts').selectAll().where(by, '=', value), dialect).executeTakeFirst();
 }
 
 export class ContactStore {
   private readonly db: Kysely<Tables>;
+  /** Contacts in (created_at, id) order, as contacts_newest_first holds them. */
+  private readonly order: Order;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
+    this.order = { time: 'created_at', id: 'id', position: contactPosition(database.db) };
   }
 
-  /** Inserts the contact unless its email exists; returns the stored contact and whether it is new. */
-  async insertUnlessExists(record: ContactRecord): Promise<{ record: ContactRecord; created: boolean }> {
-    for (;;) {
-      const inserted = await this.db
-        .insertInto('contacts')
-        .values(record)
-        .onConflict((oc) => oc.column('email_key').doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted) return { record: inserted, created: true };
-      const existing = await this.db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key).executeTakeFirst();
-      if (existing) return { record: existing, created: false };
-      // Deleted between the two statements: the email is free again, so try the insert once more.
-    }
+  /**
+   * Inserts the contact unless its email exists; returns the stored contact and whether it is new. With
+   * `joins`, all in one transaction: every segment and topic named must exist (else UnknownReference,
+   * and nothing is kept), and the new contact joins them.
+   */
+  async insertUnlessExists(record: ContactRecord, joins?: Joins): Promise<{ record: ContactRecord; created: boolean }> {
+    if (!joins) return insertOrFind(this.db, record);
+    return this.db.transaction().execute(async (tx) => {
+      await requireSegments(tx, this.database.dialect, joins.segments);
+      await requireTopics(tx, this.database.dialect, joins.topics.map((choice) => choice.id));
+      const found = await insertOrFind(tx, record, this.database.dialect);
+      if (found.created || joins.existingJoins) {
+        await addMemberships(tx, found.record, joins.segments, record.created_at);
+        await saveChoices(tx, found.record.id, joins.topics, record.created_at);
+      }
+      return found;
+    });
   }
 
   /** Finds a contact by id, or by its lower-cased email when `by` says so. */
@@ -59,49 +77,58 @@ export class ContactStore {
     });
   }
 
+  /** Deletes the contact with its memberships and topic choices; returns its id, or undefined if there was none. */
   async delete(by: 'id' | 'email_key', value: string): Promise<string | undefined> {
-    const deleted = await this.db.deleteFrom('contacts').where(by, '=', value).returning('id').executeTakeFirst();
-    return deleted?.id;
+    return this.db.transaction().execute(async (tx) => {
+      // The contact first: on PostgreSQL that waits for any transaction holding it FOR SHARE to add its
+      // membership, which the next statements then see and delete.
+      const deleted = await tx.deleteFrom('contacts').where(by, '=', value).returning('id').executeTakeFirst();
+      if (!deleted) return undefined;
+      await tx.deleteFrom('segment_contacts').where('contact_id', '=', deleted.id).execute();
+      await tx.deleteFrom('contact_topics').where('contact_id', '=', deleted.id).execute();
+      return deleted.id;
+    });
   }
 
   /** One page of at most `limit` contacts, newest first, with `hasMore` exact in the direction of travel. */
-  async page(limit: number, cursor: Cursor): Promise<Page> {
-    const query = await this.after(cursor);
-    if ('before' in cursor) {
-      // Walk towards newer contacts, then turn the page around to keep newest first.
-      const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').limit(limit + 1).execute();
-      return { records: rows.slice(0, limit).reverse(), hasMore: rows.length > limit };
-    }
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
-    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+  page(limit: number, cursor: Cursor): Promise<Page<ListedContact>> {
+    return keysetPage(this.db.selectFrom('contacts').select(LISTED), this.order, limit, cursor);
   }
 
-  /**
-   * Every contact beyond the cursor, newest first, read in keyset chunks of `chunk` rows: one short
-   * query per chunk, so no database connection is held while the caller (a client reading a long
-   * response) takes its time, and memory holds one chunk at most.
-   */
-  async *stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
-    const beyondCursor = await this.after(cursor);
-    let last: ListedContact | undefined;
-    for (;;) {
-      const from = last;
-      const query = from ? beyondCursor.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(from.created_at, from.id))) : beyondCursor;
-      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(chunk).execute();
-      yield* rows;
-      if (rows.length < chunk) return;
-      last = rows.at(-1);
-    }
+  /** Every contact beyond the cursor, newest first, in keyset chunks (see keysetStream). */
+  stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
+    return keysetStream(this.db.selectFrom('contacts').select(LISTED), this.order, cursor, contactKeyset, chunk);
   }
 
-  /** The query restricted to the contacts beyond the cursor; throws UnknownCursor if it names none. */
-  private async after(cursor: Cursor) {
-    const query = this.db.selectFrom('contacts').select(LISTED);
-    const [parameter, id] = 'after' in cursor ? ['after' as const, cursor.after] : 'before' in cursor ? ['before' as const, cursor.before] : [];
-    if (!parameter) return query;
-    const at = await this.db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
-    if (!at) throw new UnknownCursor(parameter);
-    const direction = parameter === 'after' ? '<' : '>';
-    return query.where((eb) => eb(eb.refTuple('created_at', 'id'), direction, eb.tuple(at.created_at, at.id)));
+}
+
+/** Where a contact sits in newest-first order: any contact is a cursor of a contact list, a segment's too. */
+export function contactPosition(db: Kysely<Tables>): Order['position'] {
+  return async (id) => {
+    const at = await db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
+    return at && { time: at.created_at, id: at.id };
+  };
+}
+
+/** A listed contact's place in newest-first order. */
+export const contactKeyset = (contact: ListedContact): [string, string] => [contact.created_at, contact.id];
+
+/**
+ * Inserts the contact, or finds the one holding its email. Inside a transaction on PostgreSQL the row
+ * found is locked FOR SHARE (`dialect`), so that what the transaction adds to it cannot be orphaned.
+ */
+async function insertOrFind(db: Kysely<Tables>, record: ContactRecord, dialect?: DialectName): Promise<{ record: ContactRecord; created: boolean }> {
+  for (;;) {
+    const inserted = await db
+      .insertInto('contacts')
+      .values(record)
+      .onConflict((oc) => oc.column('email_key').doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return { record: inserted, created: true };
+    const read = db.selectFrom('contacts').selectAll().where('email_key', '=', record.email_key);
+    const existing = await (dialect ? shared(read, dialect) : read).executeTakeFirst();
+    if (existing) return { record: existing, created: false };
+    // Deleted between the two statements: the email is free again, so try the insert once more.
   }
 }

@@ -11,12 +11,16 @@ import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
 import { RecipientStore } from './recipients.ts';
 import { SettingStore } from './settings.ts';
+import { SegmentStore } from './segments.ts';
 import { TemplateStore } from './templates.ts';
+import { TopicStore } from './topics.ts';
 
 export interface Store {
   database: Database;
   apiKeys: ApiKeyStore;
   contacts: ContactStore;
+  segments: SegmentStore;
+  topics: TopicStore;
   broadcasts: BroadcastStore;
   templates: TemplateStore;
   emails: EmailStore;
@@ -47,6 +51,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     database,
     apiKeys: new ApiKeyStore(database.db),
     contacts: new ContactStore(database),
+    segments: new SegmentStore(database),
+    topics: new TopicStore(database),
     broadcasts: new BroadcastStore(database.db),
     templates: new TemplateStore(database.db),
     emails,

@@ -23,8 +23,19 @@ export interface Plan {
   replay?: number;
 }
 
-/** The resource an operation is about: the first segment of its path. */
-export const resourceOf = (op: Operation) => op.path.split('/')[1]!;
+/** Paths that still name a resource by its legacy name. */
+const LEGACY: Record<string, string> = { audiences: 'segments' };
+const current = (resource: string) => LEGACY[resource] ?? resource;
+/** The resource an operation is about: the first segment of its path, by its current name. */
+export const resourceOf = (op: Operation) => current(op.path.split('/')[1]!);
+/** The resource a path parameter names one of: `contact_id` a contact, `audience_id` a segment. */
+const poolOf = (parameter: string) => current(`${parameter.replace(/_id$/, '')}s`);
+/**
+ * What a 2xx answer is about: the resource its `object` names, or the operation's own when it names
+ * none; nothing (undefined) for a list or a relation between two things (`contact_segment`).
+ */
+const OBJECTS: Record<string, string> = { contact: 'contacts', segment: 'segments', audience: 'segments', topic: 'topics', template: 'templates', broadcast: 'broadcasts', email: 'emails' };
+const subjectOf = (op: Operation, body: any) => (typeof body?.object === 'string' ? OBJECTS[body.object] : resourceOf(op));
 const pathParams = (op: Operation) => op.parameters.filter((p) => p.in === 'path');
 
 const RAW_BODIES = [
@@ -120,15 +131,14 @@ export class World {
       const earlier = this.idempotent.filter((r) => r.sent.op === op);
       if (earlier.length) return earlier[plan.replay % earlier.length]!.sent;
     }
-    const pool = this.pools.get(resourceOf(op)) ?? [];
-    const value = (c: Choice) => {
+    const value = (c: Choice, pool = this.pools.get(resourceOf(op)) ?? []) => {
       if ('value' in c) return c.value;
       const entry = pool[c.existing % Math.max(pool.length, 1)];
       if (!entry) return '00000000-0000-4000-8000-000000000000';
       // A contact by its email, a template by its alias; in another case now and then.
       return c.alias && entry.alias ? (c.existing % 3 === 0 ? swapCase(entry.alias) : entry.alias) : entry.id;
     };
-    const path = op.path.replace(/\{(\w+)\}/g, (_, name) => encode(value(plan.path[name]!)));
+    const path = op.path.replace(/\{(\w+)\}/g, (_, name) => encode(value(plan.path[name]!, this.pools.get(poolOf(name)) ?? [])));
     const query = plan.query.map(([name, c]) => {
       const v = value(c);
       return (Array.isArray(v) ? v : [v]).map((item) => `${encode(name)}=${encode(item)}`).join('&');
@@ -140,20 +150,29 @@ export class World {
     else if (plan.body) body = plan.body.raw;
     if (body !== undefined && plan.contentType) headers.push(['Content-Type', plan.contentType]);
     const request = { method: op.method, path: path + (query.length ? `?${query.join('&')}` : ''), headers, body };
-    return { op, request, json: plan.body && 'json' in plan.body ? plan.body.json : undefined };
+    return { op: this.answering(op, path), request, json: plan.body && 'json' in plan.body ? plan.body.json : undefined };
+  }
+
+  /** `/topics/` (an id left empty) is the URL of the collection: the operation there is the one that answers. */
+  private answering(op: Operation, path: string): Operation {
+    if (!path.endsWith('/') || !/\/\{\w+\}$/.test(op.path)) return op;
+    const collection = op.path.replace(/\/\{\w+\}$/, '');
+    return this.ops.find((o) => o.method === op.method && o.path === collection) ?? op;
   }
 
   /** Learns from a 2xx answer: what was created, changed or deleted. */
   record(sent: Sent, status: number, body: any): void {
     if (status >= 300) return;
     const { op, json } = sent;
-    const resource = resourceOf(op);
+    const resource = subjectOf(op, body);
+    if (!resource) return;
     const expected = this.expected.get(resource) ?? new Map<string, unknown>();
     this.expected.set(resource, expected);
     const pool = this.pools.get(resource) ?? [];
     this.pools.set(resource, pool);
-    // Where a create declares 201, a 200 means "it existed already, unchanged": nothing new to expect.
-    const creates = op.method === 'POST' && pathParams(op).length === 0 && (status === 201 || !('201' in op.responses));
+    // Where a create declares 201, a 200 means "it existed already, unchanged": nothing new to expect. A
+    // POST under another resource's path creates only when it says so with 201 (a contact in an audience).
+    const creates = op.method === 'POST' && (status === 201 || (pathParams(op).length === 0 && !('201' in op.responses)));
     if (creates) {
       // One thing created (body.id), or a batch (body.data) whose left-out items are in body.errors.
       const created: [string, unknown][] = [];

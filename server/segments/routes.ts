@@ -1,0 +1,104 @@
+// Segments (create, list, retrieve, rename, delete, list their contacts) and a contact's memberships
+// (add, remove, list), under /segments and /contacts/{contact_id}/segments.
+import { randomUUID } from 'node:crypto';
+import { Router, type Response } from 'express';
+import type { OperationHandler, Schemas } from '../api.ts';
+import { contactKey, toContact } from '../contacts/contact.ts';
+import type { ContactStream } from '../contacts/stream.ts';
+import { notFound } from '../errors.ts';
+import { cursorOf, listing } from '../paging.ts';
+import type { Store } from '../store/index.ts';
+import type { JoinedSegment, SegmentRecord } from '../store/segments.ts';
+
+export function segmentRoutes(store: Store, streamContacts: ContactStream): Router {
+  const segments = store.segments;
+  const listMembers = memberList(store, streamContacts);
+
+  const createSegment: OperationHandler<'createSegment'> = async (req, res) => {
+    const record = { id: randomUUID(), name: req.body.name, created_at: new Date().toISOString() };
+    await segments.insert(record);
+    res.status(201).json({ object: 'segment', id: record.id, name: record.name });
+  };
+
+  const listSegments: OperationHandler<'listSegments'> = async (req, res) => {
+    const page = await listing('segment', () => segments.list(req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSegment) });
+  };
+
+  const getSegment: OperationHandler<'getSegment'> = async (req, res) => {
+    const record = await segments.find(req.params.segment_id);
+    if (!record) throw notFound('Segment');
+    res.json(toSegment(record));
+  };
+
+  const updateSegment: OperationHandler<'updateSegment'> = async (req, res) => {
+    const { segment_id } = req.params;
+    if (!(await segments.rename(segment_id, req.body.name))) throw notFound('Segment');
+    res.json({ object: 'segment', id: segment_id });
+  };
+
+  const deleteSegment: OperationHandler<'deleteSegment'> = async (req, res) => {
+    const { segment_id } = req.params;
+    if (!(await segments.delete(segment_id))) throw notFound('Segment');
+    res.json({ object: 'segment', id: segment_id, deleted: true });
+  };
+
+  const listSegmentContacts: OperationHandler<'listSegmentContacts'> = async (req, res) => {
+    await listMembers(res, req.params.segment_id, req.query, 'Segment');
+  };
+
+  const addContactToSegment: OperationHandler<'addContactToSegment'> = async (req, res) => {
+    const { segment_id } = req.params;
+    const contactId = await segments.add(segment_id, contactKey(req.params));
+    res.json({ object: 'contact_segment', id: segment_id, contact_id: contactId, segment_id });
+  };
+
+  const removeContactFromSegment: OperationHandler<'removeContactFromSegment'> = async (req, res) => {
+    const { segment_id } = req.params;
+    const contactId = await segments.remove(segment_id, contactKey(req.params));
+    res.json({ object: 'contact_segment', id: segment_id, contact_id: contactId, segment_id, deleted: true });
+  };
+
+  const listContactSegments: OperationHandler<'listContactSegments'> = async (req, res) => {
+    const page = await listing('segment of this contact', () => segments.ofContact(contactKey(req.params), req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toContactSegment) });
+  };
+
+  return Router()
+    .post('/segments', createSegment)
+    .get('/segments', listSegments)
+    .get('/segments/:segment_id', getSegment)
+    .patch('/segments/:segment_id', updateSegment)
+    .delete('/segments/:segment_id', deleteSegment)
+    .get('/segments/:segment_id/contacts', listSegmentContacts)
+    .get('/contacts/:contact_id/segments', listContactSegments)
+    .post('/contacts/:contact_id/segments/:segment_id', addContactToSegment)
+    .delete('/contacts/:contact_id/segments/:segment_id', removeContactFromSegment);
+}
+
+export type MemberList = ReturnType<typeof memberList>;
+
+/**
+ * Answers with a segment's contacts exactly as the whole contact list answers: a page with `limit`,
+ * else all of them, streamed. `what` names the segment in a 404 (`Audience` on the legacy routes).
+ */
+export function memberList(store: Store, streamContacts: ContactStream) {
+  return async (res: Response, segmentId: string, query: { limit?: number; after?: string; before?: string }, what: 'Segment' | 'Audience'): Promise<void> => {
+    const cursor = cursorOf(query);
+    if (!(await store.segments.find(segmentId))) throw notFound(what);
+    await listing('contact', async () => {
+      if (query.limit === undefined) return streamContacts(res, store.segments.streamMembers(segmentId, cursor));
+      const page = await store.segments.members(segmentId, query.limit, cursor);
+      const body: Schemas['ContactList'] = { object: 'list', has_more: page.hasMore, data: page.records.map(toContact) };
+      res.json(body);
+    });
+  };
+}
+
+export function toSegment(record: SegmentRecord): Schemas['Segment'] {
+  return { object: 'segment', id: record.id, name: record.name, created_at: record.created_at };
+}
+
+function toContactSegment(record: JoinedSegment): Schemas['ContactSegment'] {
+  return { id: record.id, name: record.name, created_at: record.created_at };
+}

@@ -1,0 +1,122 @@
+// Topics, and each contact's own choice for a topic (contact_topics). Without a choice of its own, a
+// contact's subscription is the topic's default_subscription.
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import { lockContact, type ContactKey } from './contacts.ts';
+import type { ContactTopicTable, Database, DialectName, Tables, TopicTable } from './database.ts';
+import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { shared } from './locks.ts';
+import { NotFound, UnknownReference } from './missing.ts';
+
+export type TopicRecord = Selectable<TopicTable>;
+export type TopicChanges = Pick<Updateable<TopicTable>, 'name' | 'description' | 'visibility'>;
+export type TopicChoice = { id: string; subscription: ContactTopicTable['subscription'] };
+/** A topic as one contact's list shows it, with that contact's subscription. */
+export type SubscribedTopic = Pick<TopicRecord, 'id' | 'name' | 'description'> & { subscription: ContactTopicTable['subscription'] };
+
+export class TopicStore {
+  private readonly db: Kysely<Tables>;
+
+  constructor(private readonly database: Database) {
+    this.db = database.db;
+  }
+
+  async insert(record: TopicRecord): Promise<void> {
+    await this.db.insertInto('topics').values(record).execute();
+  }
+
+  find(id: string): Promise<TopicRecord | undefined> {
+    return this.db.selectFrom('topics').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Read-modify-write, as ContactStore.update: `change` sees the stored topic (and may throw, which
+   * changes nothing) and returns what to set. Returns the topic as stored after, or undefined.
+   */
+  async update(id: string, change: (current: TopicRecord) => TopicChanges): Promise<TopicRecord | undefined> {
+    return this.db.transaction().execute(async (tx) => {
+      const read = tx.selectFrom('topics').selectAll().where('id', '=', id);
+      const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
+      if (!current) return undefined;
+      const changes = change(current);
+      if (Object.keys(changes).length === 0) return current;
+      return tx.updateTable('topics').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    });
+  }
+
+  /** Deletes the topic and every contact's choice for it; false if there was no such topic. */
+  async delete(id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      // The topic first: see locks.ts.
+      const deleted = await tx.deleteFrom('topics').where('id', '=', id).returning('id').executeTakeFirst();
+      if (!deleted) return false;
+      await tx.deleteFrom('contact_topics').where('topic_id', '=', id).execute();
+      return true;
+    });
+  }
+
+  /** Topics newest first: one page, or (without `limit`) all of them beyond the cursor. */
+  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TopicRecord>> {
+    const query = this.db.selectFrom('topics').selectAll();
+    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
+    return { records: await keysetAll(query, this.order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
+  }
+
+  /** Every topic (paged as `list`) with the contact's subscription to it: its own choice, or the default. */
+  async ofContact([by, value]: ContactKey, limit: number | undefined, cursor: Cursor): Promise<Page<SubscribedTopic & { created_at: string }>> {
+    const contact = await this.db.selectFrom('contacts').select('id').where(by, '=', value).executeTakeFirst();
+    if (!contact) throw new NotFound('Contact');
+    const query = this.db
+      .selectFrom('topics as t')
+      .leftJoin('contact_topics as ct', (join) => join.onRef('ct.topic_id', '=', 't.id').on('ct.contact_id', '=', contact.id))
+      .select((eb) => ['t.id', 't.name', 't.description', 't.created_at', eb.fn.coalesce('ct.subscription', 't.default_subscription').as('subscription')]);
+    const order = { ...this.order, time: 't.created_at', id: 't.id' };
+    if (limit !== undefined) return keysetPage(query, order, limit, cursor);
+    return { records: await keysetAll(query, order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
+  }
+
+  /**
+   * Records the contact's choices, all or none: every topic must exist (else UnknownReference). Of two
+   * choices for one topic the last holds. Returns the contact's id and the choices, one per topic.
+   */
+  async choose(contact: ContactKey, choices: TopicChoice[]): Promise<{ contactId: string; choices: TopicChoice[] }> {
+    const latest = [...new Map(choices.map((choice) => [choice.id, choice])).values()];
+    return this.db.transaction().execute(async (tx) => {
+      const found = await lockContact(tx, this.database.dialect, contact);
+      if (!found) throw new NotFound('Contact');
+      await requireTopics(tx, this.database.dialect, latest.map((choice) => choice.id));
+      await saveChoices(tx, found.id, latest, new Date().toISOString());
+      return { contactId: found.id, choices: latest };
+    });
+  }
+
+  /** Over topics_newest_first; a cursor is a topic. */
+  private readonly order: Order = {
+    time: 'created_at',
+    id: 'id',
+    position: async (id) => {
+      const at = await this.find(id);
+      return at && { time: at.created_at, id: at.id };
+    },
+  };
+}
+
+/** Within `tx`: refuses the first id that names no topic, and keeps the others until `tx` ends. */
+export async function requireTopics(tx: Transaction<Tables>, dialect: DialectName, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const found = await shared(tx.selectFrom('topics').select('id').where('id', 'in', ids), dialect).execute();
+  const known = new Set(found.map((row) => row.id));
+  const unknown = ids.find((id) => !known.has(id));
+  if (unknown) throw new UnknownReference('topics', unknown);
+}
+
+/** Within `tx`: sets the contact's choice for each topic, replacing any earlier one. */
+export async function saveChoices(tx: Transaction<Tables>, contactId: string, choices: TopicChoice[], now: string): Promise<void> {
+  // One row per topic: an upsert may not touch the same row twice in one statement.
+  const rows = [...new Map(choices.map(({ id, subscription }) => [id, { contact_id: contactId, topic_id: id, subscription, updated_at: now }])).values()];
+  if (rows.length === 0) return;
+  await tx
+    .insertInto('contact_topics')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['contact_id', 'topic_id']).doUpdateSet((eb) => ({ subscription: eb.ref('excluded.subscription'), updated_at: eb.ref('excluded.updated_at') })))
+    .execute();
+}
