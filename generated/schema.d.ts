@@ -1318,7 +1318,7 @@ export interface components {
          *     went out (its broadcast was canceled, or its contact left the list first).
          * @enum {string}
          */
-        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "failed" | "canceled";
+        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "complained" | "failed" | "suppressed" | "canceled";
         /** @description A message for every contact of one segment. */
         Broadcast: {
             /**

@@ -5,6 +5,7 @@ import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
 import { EmailStore, type EmailRecord } from './emails.ts';
+import { EventStore } from './events.ts';
 import { FanoutStore } from './fanout.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
@@ -24,6 +25,8 @@ export interface Store {
   broadcasts: BroadcastStore;
   templates: TemplateStore;
   emails: EmailStore;
+  /** Events, and the webhook deliveries each one owes. */
+  events: EventStore;
   /** The broadcast fan-out's claims and chunks. */
   fanout: FanoutStore;
   idempotency: IdempotencyStore;
@@ -56,6 +59,7 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     broadcasts: new BroadcastStore(database.db),
     templates: new TemplateStore(database.db),
     emails,
+    events: new EventStore(database.db),
     fanout: new FanoutStore(database.db, database.dialect),
     idempotency,
     metrics: new MetricsStore(database.db),
