@@ -1,9 +1,10 @@
 // Events: every change in an email's life (and a contact's), recorded in the transaction that makes
 // the change, together with one webhook delivery per enabled webhook that asked for its type. So an
 // event is never recorded without its deliveries, nor a change made without its event.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { EventType, Tables } from './database.ts';
+import { timeOrderedId } from './timeOrderedId.ts';
 
 export interface NewEvent {
   type: EventType;
@@ -24,7 +25,8 @@ export class EventStore {
   async record(tx: Transaction<Tables> | Kysely<Tables>, events: NewEvent[]): Promise<void> {
     if (events.length === 0) return;
     const rows = events.map((event) => ({
-      id: randomUUID(),
+      // Time-ordered: events recorded together (`sent`, then `delivered`) keep their order by id.
+      id: timeOrderedId(),
       type: event.type,
       email_id: event.email_id ?? null,
       contact_id: event.contact_id ?? null,

@@ -48,22 +48,23 @@ export interface Store {
 /** `logger` hears of connections lost while idle (PostgreSQL); nothing is logged without it. */
 export async function openStore(options: DatabaseOptions, logger?: Logger): Promise<Store> {
   const database = await openDatabase(options, logger);
-  const emails = new EmailStore(database.db, database.dialect);
+  const events = new EventStore(database.db);
+  const emails = new EmailStore(database.db, database.dialect, events);
   const idempotency = new IdempotencyStore(database.db, claimHolder(database.db, database.dialect, options.databaseUrl));
   return {
     database,
     apiKeys: new ApiKeyStore(database.db),
-    contacts: new ContactStore(database),
+    contacts: new ContactStore(database, events),
     segments: new SegmentStore(database),
     topics: new TopicStore(database),
-    broadcasts: new BroadcastStore(database.db),
+    broadcasts: new BroadcastStore(database.db, events),
     templates: new TemplateStore(database.db),
     emails,
-    events: new EventStore(database.db),
+    events,
     fanout: new FanoutStore(database.db, database.dialect),
     idempotency,
     metrics: new MetricsStore(database.db),
-    recipients: new RecipientStore(database.db),
+    recipients: new RecipientStore(database.db, events),
     settings: new SettingStore(database.db),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
