@@ -11,7 +11,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List emails
+         * @description Lists sent emails newest first, without their bodies, one page at a time with `limit` (20 when not given) and an `after` or `before` cursor.
+         */
+        get: operations["listEmails"];
         put?: never;
         /**
          * Send an email
@@ -56,6 +60,26 @@ export interface paths {
          * @description Returns one email as it was accepted, with the last delivery event that happened to it.
          */
         get: operations["getEmail"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/emails/{email_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the events of an email
+         * @description Returns everything that happened to one email, oldest first, from its acceptance (`email.queued`) to its latest event.
+         */
+        get: operations["listEmailEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1312,13 +1336,124 @@ export interface components {
         /** @description A list of addresses. */
         MailboxList: components["schemas"]["Mailbox"][];
         /**
-         * @description The latest delivery event: `queued` on acceptance, `sent` once a relay took it,
-         *     `delivered` once the relay confirmed it, `delivery_delayed` while retrying a temporary
-         *     failure, `failed` when delivery was given up, `canceled` when it was withdrawn before it
-         *     went out (its broadcast was canceled, or its contact left the list first).
+         * @description The latest delivery event: `queued` on acceptance; `sent` once a relay accepted it (the
+         *     relay is not the recipient); `delivered` once it reached the recipient's server, which a
+         *     delivery notification reports, or which acceptance means at once where the server's
+         *     transport is the final destination (messages captured in the store, or a relay declared
+         *     final with `SMTP_FINAL=true`); `delivery_delayed` while a temporary failure is retried;
+         *     `bounced` when the recipient's server refused it; `complained` when the recipient reported
+         *     it as spam; `failed` when delivery was given up; `suppressed` when the address is on the
+         *     suppression list and nothing was sent; `canceled` when it was withdrawn before it went out
+         *     (its broadcast was canceled, or its contact left the list first).
          * @enum {string}
          */
-        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "failed" | "canceled";
+        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "complained" | "failed" | "suppressed" | "canceled";
+        /** @description An email as the list shows it, without its bodies, headers or tags; a broadcast's email shows the broadcast's subject before personalizing. */
+        EmailSummary: {
+            id: components["schemas"]["Uuid"];
+            from: components["schemas"]["Mailbox"];
+            to: components["schemas"]["MailboxList"];
+            /** @description The subject line as stored. */
+            subject: string;
+            cc: components["schemas"]["MailboxList"] | null;
+            bcc: components["schemas"]["MailboxList"] | null;
+            reply_to: components["schemas"]["MailboxList"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            /** @description Always null; scheduling is not supported. */
+            scheduled_at: null;
+            last_event: components["schemas"]["EmailEvent"];
+        };
+        /** @description A page of emails, newest first. */
+        EmailList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more emails lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            data: components["schemas"]["EmailSummary"][];
+        };
+        /**
+         * @description What happened to the email, in Resend's event names; `email.queued` is its acceptance.
+         * @enum {string}
+         */
+        EmailTimelineEventType: "email.queued" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled";
+        /** @description One event in an email's life. */
+        EmailTimelineEvent: {
+            /**
+             * @description Always `event`.
+             * @constant
+             */
+            object: "event";
+            /**
+             * @description The event's id. The `email.queued` event is not stored: its id is derived from the
+             *     email's id (a name-based UUID, version 5), the same on every read.
+             */
+            id: components["schemas"]["Uuid"];
+            type: components["schemas"]["EmailTimelineEventType"];
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["EmailTimelineEventData"];
+        };
+        /**
+         * @description What the event adds to the email, empty when nothing: `bounce` for `email.bounced`,
+         *     `complaint` for `email.complained`, `failed` for `email.failed`, `suppressed` for
+         *     `email.suppressed`, and `reason` for `email.delivery_delayed` and `email.canceled`.
+         */
+        EmailTimelineEventData: {
+            /** @description Why delivery was delayed (the relay's answer) or why the email was withdrawn. */
+            reason?: string;
+            bounce?: components["schemas"]["EmailEventBounce"];
+            complaint?: components["schemas"]["EmailEventComplaint"];
+            failed?: components["schemas"]["EmailEventFailure"];
+            suppressed?: components["schemas"]["EmailEventSuppression"];
+        };
+        /** @description How the recipient's server refused the email. */
+        EmailEventBounce: {
+            /**
+             * @description `Permanent` suppresses the address; `Transient` may pass on a later try.
+             * @enum {string}
+             */
+            type: "Permanent" | "Transient" | "Undetermined";
+            /** @enum {string} */
+            subType: "General" | "NoEmail" | "MailboxFull" | "MessageTooLarge" | "ContentRejected" | "Undetermined";
+            /** @description A sentence saying what happened. */
+            message: string;
+            /** @description The server's own replies, as it gave them. */
+            diagnosticCode: string[];
+        };
+        /** @description The recipient's report that the email was unwanted. */
+        EmailEventComplaint: {
+            /** @description The report's feedback type (RFC 5965), such as `abuse`, when it gave one. */
+            feedbackType?: string;
+        };
+        /** @description Why delivery was given up. */
+        EmailEventFailure: {
+            reason: string;
+        };
+        /** @description Why nothing was sent to the address. */
+        EmailEventSuppression: {
+            /** @constant */
+            type: "OnAccountSuppressionList";
+            /** @enum {string} */
+            reason: "previous_bounce" | "previous_complaint" | "manual";
+            message: string;
+            diagnosticCode: string[];
+        };
+        /** @description An email's events, oldest first. */
+        EmailTimeline: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /**
+             * @description Always false; the whole timeline is returned.
+             * @constant
+             */
+            has_more: false;
+            data: components["schemas"]["EmailTimelineEvent"][];
+        };
         /** @description A message for every contact of one segment. */
         Broadcast: {
             /**
@@ -1591,6 +1726,30 @@ export interface components {
     responses: {
         /** @description The body is not valid JSON, or the `Idempotency-Key` header is empty or too long. */
         BadRequest: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No email has this id. */
+        EmailNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `limit` is outside 1 to 100, a cursor is not a known email id, or `after` and `before` were both given. */
+        InvalidEmailListQuery: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -2011,6 +2170,15 @@ export interface components {
          */
         EmailIdPath: components["schemas"]["Uuid"];
         /**
+         * @description How many emails to return; without it, 20.
+         * @example 20
+         */
+        EmailListLimit: number;
+        /** @description Return the emails that come after this email id (older ones); the id itself is left out. Cannot be combined with `before`. */
+        EmailListAfter: components["schemas"]["Uuid"];
+        /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+        EmailListBefore: components["schemas"]["Uuid"];
+        /**
          * @description The template's id, or its alias.
          * @example welcome-email
          */
@@ -2039,6 +2207,52 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listEmails: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many emails to return; without it, 20.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["EmailListLimit"];
+                /** @description Return the emails that come after this email id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["EmailListAfter"];
+                /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["EmailListBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description A page of emails, newest first (`created_at` descending, then `id` descending). The list
+             *     is never returned whole: the email log grows without bound, so a request without `limit`
+             *     gets a page of 20. `has_more` tells whether more emails lie beyond this page in the
+             *     direction of travel: older ones after an `after` cursor or on the first page, newer ones
+             *     before a `before` cursor.
+             */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidEmailListQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     sendEmail: {
         parameters: {
             query?: never;
@@ -2168,6 +2382,47 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listEmailEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description The email's events, oldest first (`created_at` ascending, events of the same instant in
+             *     the order they were recorded). The first is always `email.queued`, at the email's own
+             *     `created_at`; the list is whole, so `has_more` is always false.
+             */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailTimeline"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EmailNotFound"];
+            422: components["responses"]["InvalidId"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

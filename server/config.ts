@@ -23,6 +23,11 @@ export interface Config {
   rateLimitPerSecond: number;
   /** An smtp:// or smtps:// relay; unset, messages are captured in the store. */
   smtpUrl: string | undefined;
+  /**
+   * Whether the relay at SMTP_URL is the recipients' own mail server, so that its acceptance is
+   * delivery; otherwise acceptance is `sent`, and `delivered` waits for a delivery notification.
+   */
+  smtpFinal: boolean;
   /** NODE_ENV=production: capturing messages instead of sending them is then worth a warning. */
   production: boolean;
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
@@ -93,6 +98,7 @@ const environment = z.object({
     .default('4mb'),
   RATE_LIMIT_PER_SECOND: whole(10),
   SMTP_URL: url(['smtp:', 'smtps:']),
+  SMTP_FINAL: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
   NODE_ENV: z.string().optional(),
   DELIVERY_WORKER: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   DELIVERY_MAX_ATTEMPTS: whole(DEFAULT_DELIVERY.maxAttempts, 1),
@@ -146,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.BODY_LIMIT,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
     smtpUrl: e.SMTP_URL,
+    smtpFinal: e.SMTP_FINAL === 'true',
     production: e.NODE_ENV === 'production',
     deliveryWorker: e.DELIVERY_WORKER === 'on',
     delivery: {

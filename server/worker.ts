@@ -23,7 +23,8 @@ const publicUrl: string = config.publicUrl ?? (workerData as { publicUrl?: strin
 if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const store = await openStore(config, logger);
 const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
-const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery, links);
+const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal }) : captureTransport();
+const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
 const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
 worker.start();
 fanout.start();

@@ -105,7 +105,7 @@ export class DeliveryWorker {
         continue;
       }
       const group = this.unrecorded.splice(0);
-      const commit = this.store.emails.markDelivered(group, new Date());
+      const commit = this.store.emails.markDelivered(group, new Date(), this.transport.final);
       // Only a signal that the commit is over: its members hear how it went, through `commits`.
       const settled = () => {
         this.committing = undefined;

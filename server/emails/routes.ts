@@ -1,15 +1,21 @@
-// Emails: send one, send a batch, retrieve one with its last delivery event. A broadcast's email
-// keeps no body of its own: it reads back with the broadcast's content personalized for its contact.
+// Emails: send one, send a batch, list them, retrieve one with its last delivery event, and its
+// events. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
+// personalized for its contact (the list shows the stored subject, so that a page costs one query).
 import { Router, type Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
 import { invalid, notFound } from '../errors.ts';
-import type { EmailRecord } from '../store/emails.ts';
+import type { EmailRecord, ListedEmail } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
+import { cursorOf, listing } from '../paging.ts';
 import { composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
+import { toTimeline } from './timeline.ts';
+
+/** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
+const DEFAULT_PAGE = 20;
 
 export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
@@ -40,7 +46,40 @@ export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router 
     res.json(toEmail(record, record.broadcast_id === null ? undefined : await broadcastMail.forReading(record)));
   };
 
-  return Router().post('/', sendEmail).post('/batch', sendBatchEmails).get('/:email_id', getEmail);
+  const listEmails: OperationHandler<'listEmails'> = async (req, res) => {
+    const { limit = DEFAULT_PAGE } = req.query;
+    const page = await listing('email', () => store.emails.page(limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toEmailSummary) });
+  };
+
+  const listEmailEvents: OperationHandler<'listEmailEvents'> = async (req, res) => {
+    const record = await store.emails.find(req.params.email_id);
+    if (!record) throw notFound('Email');
+    res.json(toTimeline(record, await store.events.forEmail(record.id)));
+  };
+
+  return Router()
+    .get('/', listEmails)
+    .post('/', sendEmail)
+    .post('/batch', sendBatchEmails)
+    .get('/:email_id', getEmail)
+    .get('/:email_id/events', listEmailEvents);
+}
+
+function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {
+  const list = (json: string | null) => (json === null ? null : JSON.parse(json));
+  return {
+    id: record.id,
+    from: record.from_address,
+    to: JSON.parse(record.to_addresses),
+    subject: record.subject,
+    cc: list(record.cc),
+    bcc: list(record.bcc),
+    reply_to: list(record.reply_to),
+    created_at: record.created_at,
+    scheduled_at: null,
+    last_event: record.last_event,
+  };
 }
 
 function toEmail(record: EmailRecord, personalized: Personalized | undefined): Schemas['Email'] {

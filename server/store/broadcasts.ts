@@ -3,6 +3,7 @@
 // status moved, and is told which status it found.
 import type { ExpressionBuilder, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { BroadcastTable, EmailEvent, Tables } from './database.ts';
+import type { EventStore } from './events.ts';
 import { prepared } from './prepared.ts';
 
 export type BroadcastRecord = Selectable<BroadcastTable>;
@@ -48,7 +49,10 @@ const sendable = (eb: ExpressionBuilder<Tables, 'broadcasts'>) =>
 export class BroadcastStore {
   private readonly byId;
 
-  constructor(private readonly db: Kysely<Tables>) {
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly events: EventStore,
+  ) {
     this.byId = prepared(this.db, (id) => this.db.selectFrom('broadcasts').selectAll().where('id', '=', id));
   }
 
@@ -110,7 +114,7 @@ export class BroadcastStore {
    * Cancels a scheduled or queued broadcast, and with it its emails still waiting in the outbox and
    * held by no delivery. On PostgreSQL the status change waits for a fan-out chunk in progress (it
    * holds the row), and the chunk after it sees `canceled` and stops; the emails of that chunk are
-   * committed by then, so they are canceled here too.
+   * committed by then, so they are canceled here too, each with its `email.canceled` event.
    */
   async cancel(id: string, now: Date): Promise<Refusal | undefined> {
     const at = now.toISOString();
@@ -124,13 +128,16 @@ export class BroadcastStore {
           .returning('id')
           .executeTakeFirst();
         if (!canceled) throw new Refused(await this.refusal(id, tx));
-        await tx
+        const emails = await tx
           .updateTable('emails')
           .set({ last_event: 'canceled', updated_at: at, lease_token: null })
           .where('broadcast_id', '=', id)
           .where('last_event', 'in', PENDING)
           .where((eb) => eb.or([eb('lease_token', 'is', null), eb('next_attempt_at', '<=', at)]))
+          .returning('id')
           .execute();
+        const data = { reason: 'the broadcast was canceled' };
+        await this.events.record(tx, emails.map((email) => ({ type: 'email.canceled' as const, email_id: email.id, data, created_at: at })));
       });
     } catch (error) {
       if (error instanceof Refused) return error.refusal;

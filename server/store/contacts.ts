@@ -1,6 +1,8 @@
 // Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
+// Creating, changing and deleting one records its event in the same transaction.
 import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
-import type { ContactTable, Database, DialectName, Tables } from './database.ts';
+import type { ContactTable, Database, DialectName, EventType, Tables } from './database.ts';
+import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { shared } from './locks.ts';
 import { addMemberships, requireSegments } from './segments.ts';
@@ -34,7 +36,10 @@ export class ContactStore {
   /** Contacts in (created_at, id) order, as contacts_newest_first holds them. */
   private readonly order: Order;
 
-  constructor(private readonly database: Database) {
+  constructor(
+    private readonly database: Database,
+    private readonly events: EventStore,
+  ) {
     this.db = database.db;
     this.order = { time: 'created_at', id: 'id', position: contactPosition(database.db) };
   }
@@ -45,8 +50,12 @@ export class ContactStore {
    * and nothing is kept), and the new contact joins them.
    */
   async insertUnlessExists(record: ContactRecord, joins?: Joins): Promise<{ record: ContactRecord; created: boolean }> {
-    if (!joins) return insertOrFind(this.db, record);
     return this.db.transaction().execute(async (tx) => {
+      if (!joins) {
+        const found = await insertOrFind(tx, record);
+        if (found.created) await this.events.record(tx, [contactEvent('contact.created', found.record, record.created_at)]);
+        return found;
+      }
       await requireSegments(tx, this.database.dialect, joins.segments);
       await requireTopics(tx, this.database.dialect, joins.topics.map((choice) => choice.id));
       const found = await insertOrFind(tx, record, this.database.dialect);
@@ -54,6 +63,8 @@ export class ContactStore {
         await addMemberships(tx, found.record, joins.segments, record.created_at);
         await saveChoices(tx, found.record.id, joins.topics, record.created_at);
       }
+      // Created with its memberships and choices: the event goes out with the contact complete.
+      if (found.created) await this.events.record(tx, [contactEvent('contact.created', found.record, record.created_at)]);
       return found;
     });
   }
@@ -73,19 +84,22 @@ export class ContactStore {
       const read = tx.selectFrom('contacts').selectAll().where(by, '=', value);
       const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
-      return tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+      const updated = await tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+      await this.events.record(tx, [contactEvent('contact.updated', updated, updated.updated_at)]);
+      return updated;
     });
   }
 
   /** Deletes the contact with its memberships and topic choices; returns its id, or undefined if there was none. */
-  async delete(by: 'id' | 'email_key', value: string): Promise<string | undefined> {
+  async delete(by: 'id' | 'email_key', value: string, at = new Date()): Promise<string | undefined> {
     return this.db.transaction().execute(async (tx) => {
       // The contact first: on PostgreSQL that waits for any transaction holding it FOR SHARE to add its
       // membership, which the next statements then see and delete.
-      const deleted = await tx.deleteFrom('contacts').where(by, '=', value).returning('id').executeTakeFirst();
+      const deleted = await tx.deleteFrom('contacts').where(by, '=', value).returningAll().executeTakeFirst();
       if (!deleted) return undefined;
       await tx.deleteFrom('segment_contacts').where('contact_id', '=', deleted.id).execute();
       await tx.deleteFrom('contact_topics').where('contact_id', '=', deleted.id).execute();
+      await this.events.record(tx, [contactEvent('contact.deleted', deleted, at.toISOString())]);
       return deleted.id;
     });
   }
@@ -108,6 +122,16 @@ export function contactPosition(db: Kysely<Tables>): Order['position'] {
     const at = await db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
     return at && { time: at.created_at, id: at.id };
   };
+}
+
+/**
+ * A contact's event: the contact as the change left it (as it was, for a deletion), in the fields a
+ * webhook's `data` carries.
+ */
+export function contactEvent(type: Extract<EventType, `contact.${string}`>, contact: ContactRecord, created_at: string): NewEvent {
+  const { id, email, first_name, last_name, unsubscribed, updated_at } = contact;
+  const data = { id, email, first_name, last_name, unsubscribed: Boolean(unsubscribed), created_at: contact.created_at, updated_at };
+  return { type, contact_id: id, data, created_at };
 }
 
 /** A listed contact's place in newest-first order. */

@@ -118,7 +118,64 @@ export interface TemplateTable {
   published_at: string | null;
 }
 
-export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'failed' | 'canceled';
+export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled';
+
+/** What an event row records, in Resend's names; an email's `last_event` is its newest, without `email.`. */
+export type EventType = `email.${Exclude<EmailEvent, 'queued'>}` | 'contact.created' | 'contact.updated' | 'contact.deleted';
+
+/**
+ * One change in the life of an email or a contact. An email's `queued` is not a row: it is the
+ * email's own created_at, so accepting mail writes nothing more than it did.
+ */
+export interface EventTable {
+  id: string;
+  type: EventType;
+  email_id: string | null;
+  contact_id: string | null;
+  /** JSON: what the event adds (a bounce's type and diagnostic, a contact as it was); null when nothing. */
+  data: string | null;
+  created_at: string;
+}
+
+export interface WebhookTable {
+  id: string;
+  endpoint: string;
+  /** JSON array of the event types it receives. */
+  events: string;
+  signing_secret: string;
+  status: 'enabled' | 'disabled';
+  /** Why it was disabled, when the server did it (an endpoint that kept failing). */
+  status_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One event owed to one webhook: its own outbox, claimed with leases like the emails'. */
+export interface WebhookDeliveryTable {
+  /** The `svix-id` header: the same on every attempt, so receivers can drop duplicates. */
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: string;
+  lease_token: string | null;
+  last_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SuppressionTable {
+  id: string;
+  email: string;
+  /** The lower-cased address, unique. */
+  email_key: string;
+  origin: 'bounce' | 'complaint' | 'manual';
+  /** The email whose bounce or complaint put the address here; null when added by hand. */
+  source_id: string | null;
+  created_at: string;
+}
 
 export interface EmailTable {
   id: string;
@@ -185,6 +242,10 @@ export interface Tables {
   topics: TopicTable;
   contact_topics: ContactTopicTable;
   settings: SettingTable;
+  events: EventTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  suppressions: SuppressionTable;
 }
 
 export interface Database {

@@ -3,16 +3,24 @@
 // accepted is lost (delivery is at least once). On PostgreSQL claims skip rows other workers hold.
 // Each claim also sets a token of its own, and an outcome is recorded only with the token of the claim
 // that holds the row, and only while it is pending: a worker whose lease ran out, or a late answer,
-// can neither undo another worker's outcome nor overwrite `delivered` or `failed`.
+// can neither undo another worker's outcome nor overwrite `sent` or `failed`. Every outcome is
+// recorded with its event (store/events.ts) in one transaction.
 import { randomUUID } from 'node:crypto';
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
+import type { EventStore, NewEvent } from './events.ts';
+import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */
 export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token'>;
 /** An email a worker has claimed, with the token that lets it record the outcome. */
 export type ClaimedEmail = EmailRecord & { lease_token: string };
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
+/** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
+const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'last_event'] as const;
+export type ListedEmail = Pick<EmailRecord, (typeof LISTED)[number]>;
+/** What an outcome other than sending changes in the email's row. */
+type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<EmailTable, 'next_attempt_at'>>;
 
 const PENDING: EmailEvent[] = ['queued', 'delivery_delayed'];
 
@@ -23,10 +31,23 @@ const heldBy =
     eb.and([eb('id', '=', id), eb('lease_token', '=', lease_token), eb('last_event', 'in', PENDING)]);
 
 export class EmailStore {
+  /** Emails in (created_at, id) order, as emails_newest_first holds them. */
+  private readonly order: Order;
+
   constructor(
     private readonly db: Kysely<Tables>,
     private readonly dialect: DialectName,
-  ) {}
+    private readonly events: EventStore,
+  ) {
+    this.order = {
+      time: 'created_at',
+      id: 'id',
+      position: async (id) => {
+        const at = await db.selectFrom('emails').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
+        return at && { time: at.created_at, id: at.id };
+      },
+    };
+  }
 
   async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[]): Promise<void> {
     // SQLite allows 32,766 bound values per statement; 100 emails of 18 columns stay well under.
@@ -35,6 +56,11 @@ export class EmailStore {
 
   find(id: string): Promise<EmailRecord | undefined> {
     return this.db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** One page of at most `limit` emails, newest first, over the emails_newest_first index. */
+  page(limit: number, cursor: Cursor): Promise<Page<ListedEmail>> {
+    return keysetPage(this.db.selectFrom('emails').select(LISTED), this.order, limit, cursor);
   }
 
   /** Claims up to `limit` due emails for `leaseMs`, oldest due first. */
@@ -57,59 +83,61 @@ export class EmailStore {
   }
 
   /**
-   * Records deliveries in one transaction (a commit per email would cost more than the sending), each
-   * only if its lease still holds; returns the ids recorded.
+   * Records messages handed to the transport, in one transaction (a commit per email would cost more
+   * than the sending), each only if its lease still holds; returns the ids recorded. Each is `sent`;
+   * where the transport is the final destination (`final`) it is `delivered` too, both events recorded.
    */
-  async markDelivered(deliveries: (Lease & { messageId: string; text: string | null; raw?: string })[], at: Date): Promise<string[]> {
+  async markDelivered(deliveries: (Lease & { messageId: string; text: string | null; raw?: string })[], at: Date, final: boolean): Promise<string[]> {
     if (deliveries.length === 0) return [];
     const updated_at = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
       const recorded: string[] = [];
+      const events: NewEvent[] = [];
       for (const { id, lease_token, messageId, text, raw } of deliveries) {
         const row = await tx
           .updateTable('emails')
           .where(heldBy({ id, lease_token }))
-          .set({ last_event: 'delivered', message_id: messageId, text, last_error: null, updated_at, lease_token: null })
+          .set({ last_event: final ? 'delivered' : 'sent', message_id: messageId, text, last_error: null, updated_at, lease_token: null })
           .returning('id')
           .executeTakeFirst();
         if (!row) continue;
         recorded.push(id);
+        events.push({ type: 'email.sent', email_id: id, created_at: updated_at });
+        if (final) events.push({ type: 'email.delivered', email_id: id, created_at: updated_at });
         if (raw !== undefined) {
           await tx.insertInto('captured_messages').values({ email_id: id, raw, captured_at: updated_at }).onConflict((oc) => oc.column('email_id').doNothing()).execute();
         }
       }
+      await this.events.record(tx, events);
       return recorded;
     });
   }
 
   /** Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. */
-  async markDelayed(lease: Lease, error: string, retryAt: Date, at: Date): Promise<boolean> {
-    const result = await this.db
-      .updateTable('emails')
-      .where(heldBy(lease))
-      .set({ last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString(), updated_at: at.toISOString(), lease_token: null })
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  markDelayed(lease: Lease, error: string, retryAt: Date, at: Date): Promise<boolean> {
+    const change = { last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString() } as const;
+    return this.conclude(lease, change, { type: 'email.delivery_delayed', data: { reason: error } }, at);
   }
 
   /** Fails the email for good; false if the lease no longer holds. */
-  async markFailed(lease: Lease, error: string, at: Date): Promise<boolean> {
-    const result = await this.db
-      .updateTable('emails')
-      .where(heldBy(lease))
-      .set({ last_event: 'failed', last_error: error, updated_at: at.toISOString(), lease_token: null })
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  markFailed(lease: Lease, error: string, at: Date): Promise<boolean> {
+    return this.conclude(lease, { last_event: 'failed', last_error: error }, { type: 'email.failed', data: { failed: { reason: error } } }, at);
   }
 
   /** Withdraws the email before it goes out (its contact left the list); false if the lease no longer holds. */
-  async markCanceled(lease: Lease, reason: string, at: Date): Promise<boolean> {
-    const result = await this.db
-      .updateTable('emails')
-      .where(heldBy(lease))
-      .set({ last_event: 'canceled', last_error: reason, updated_at: at.toISOString(), lease_token: null })
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+  markCanceled(lease: Lease, reason: string, at: Date): Promise<boolean> {
+    return this.conclude(lease, { last_event: 'canceled', last_error: reason }, { type: 'email.canceled', data: { reason } }, at);
+  }
+
+  /** Records one outcome of the claim `lease` holds, with its event; false if the lease no longer holds. */
+  private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'>, at: Date): Promise<boolean> {
+    const updated_at = at.toISOString();
+    return this.db.transaction().execute(async (tx) => {
+      const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, updated_at, lease_token: null }).executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) return false;
+      await this.events.record(tx, [{ ...event, email_id: lease.id, created_at: updated_at }]);
+      return true;
+    });
   }
 
   capturedMessage(id: string): Promise<string | undefined> {

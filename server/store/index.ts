@@ -5,6 +5,7 @@ import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
 import { EmailStore, type EmailRecord } from './emails.ts';
+import { EventStore } from './events.ts';
 import { FanoutStore } from './fanout.ts';
 import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
@@ -24,6 +25,8 @@ export interface Store {
   broadcasts: BroadcastStore;
   templates: TemplateStore;
   emails: EmailStore;
+  /** Events, and the webhook deliveries each one owes. */
+  events: EventStore;
   /** The broadcast fan-out's claims and chunks. */
   fanout: FanoutStore;
   idempotency: IdempotencyStore;
@@ -45,21 +48,23 @@ export interface Store {
 /** `logger` hears of connections lost while idle (PostgreSQL); nothing is logged without it. */
 export async function openStore(options: DatabaseOptions, logger?: Logger): Promise<Store> {
   const database = await openDatabase(options, logger);
-  const emails = new EmailStore(database.db, database.dialect);
+  const events = new EventStore(database.db);
+  const emails = new EmailStore(database.db, database.dialect, events);
   const idempotency = new IdempotencyStore(database.db, claimHolder(database.db, database.dialect, options.databaseUrl));
   return {
     database,
     apiKeys: new ApiKeyStore(database.db),
-    contacts: new ContactStore(database),
+    contacts: new ContactStore(database, events),
     segments: new SegmentStore(database),
     topics: new TopicStore(database),
-    broadcasts: new BroadcastStore(database.db),
+    broadcasts: new BroadcastStore(database.db, events),
     templates: new TemplateStore(database.db),
     emails,
+    events,
     fanout: new FanoutStore(database.db, database.dialect),
     idempotency,
     metrics: new MetricsStore(database.db),
-    recipients: new RecipientStore(database.db),
+    recipients: new RecipientStore(database.db, events),
     settings: new SettingStore(database.db),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {

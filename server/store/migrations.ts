@@ -258,6 +258,74 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0007_events_webhooks_suppressions': {
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema
+            .createTable('events')
+            .addColumn('id', 'text', (c) => c.primaryKey())
+            .addColumn('type', 'text', (c) => c.notNull())
+            .addColumn('email_id', 'text')
+            .addColumn('contact_id', 'text')
+            .addColumn('data', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .execute();
+          await db.schema.createIndex('events_by_email').on('events').columns(['email_id', 'created_at']).where(sql.ref('email_id'), 'is not', null).execute();
+
+          await db.schema
+            .createTable('webhooks')
+            .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+            .addColumn('endpoint', 'text', (c) => c.notNull())
+            .addColumn('events', 'text', (c) => c.notNull())
+            .addColumn('signing_secret', 'text', (c) => c.notNull())
+            .addColumn('status', 'text', (c) => c.notNull())
+            .addColumn('status_reason', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('updated_at', 'text', (c) => c.notNull())
+            .execute();
+          await db.schema.createIndex('webhooks_newest_first').on('webhooks').columns(['created_at', 'id']).execute();
+
+          await db.schema
+            .createTable('webhook_deliveries')
+            .addColumn('id', 'text', (c) => c.primaryKey())
+            .addColumn('webhook_id', 'text', (c) => c.notNull())
+            .addColumn('event_id', 'text', (c) => c.notNull())
+            .addColumn('state', 'text', (c) => c.notNull())
+            .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+            .addColumn('next_attempt_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('lease_token', 'text')
+            .addColumn('last_status', 'integer')
+            .addColumn('last_error', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull())
+            .addColumn('updated_at', 'text', (c) => c.notNull())
+            .execute();
+          await db.schema
+            .createIndex('webhook_deliveries_due')
+            .on('webhook_deliveries')
+            .column('next_attempt_at')
+            .where(sql.ref('state'), '=', sql.lit('pending'))
+            .execute();
+          await db.schema.createIndex('webhook_deliveries_by_webhook').on('webhook_deliveries').columns(['webhook_id', 'state']).execute();
+
+          await db.schema
+            .createTable('suppressions')
+            .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+            .addColumn('email', 'text', (c) => c.notNull())
+            .addColumn('email_key', 'text', (c) => c.notNull().unique())
+            .addColumn('origin', 'text', (c) => c.notNull())
+            .addColumn('source_id', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .execute();
+          await db.schema.createIndex('suppressions_newest_first').on('suppressions').columns(['created_at', 'id']).execute();
+
+          // GET /emails lists newest first by keyset, as every list does.
+          if (dialect === 'postgres') {
+            await sql`alter table emails alter column id type text collate "C", alter column created_at type text collate "C"`.execute(db);
+          }
+          await db.schema.createIndex('emails_newest_first').on('emails').columns(['created_at', 'id']).execute();
+        });
+      },
+    },
   };
 }
 

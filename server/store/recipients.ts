@@ -1,13 +1,18 @@
 // What a broadcast's emails need at delivery, read for a whole claimed batch at once (one query for
 // the contacts, one for their topic choices), and the unsubscribe links' two changes.
 import type { Kysely } from 'kysely';
+import { contactEvent } from './contacts.ts';
 import type { ContactTable, Tables, TopicTable } from './database.ts';
+import type { EventStore } from './events.ts';
 
 export type RecipientContact = Pick<ContactTable, 'id' | 'email' | 'first_name' | 'last_name' | 'unsubscribed' | 'properties'>;
 export type Subscription = TopicTable['default_subscription'];
 
 export class RecipientStore {
-  constructor(private readonly db: Kysely<Tables>) {}
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly events: EventStore,
+  ) {}
 
   /** The contacts among `ids` that still exist, by id. */
   async contacts(ids: string[]): Promise<Map<string, RecipientContact>> {
@@ -49,10 +54,20 @@ export class RecipientStore {
     return this.db.selectFrom('topics').select('name').where('id', '=', id).executeTakeFirst().then((row) => row?.name);
   }
 
-  /** Unsubscribes the contact from everything; false if it no longer exists. */
+  /**
+   * Unsubscribes the contact from everything, a `contact.updated` event with it; false if it no longer
+   * exists. One already unsubscribed is left as it is: mail clients may post the same link twice.
+   */
   async unsubscribe(contactId: string, at: Date): Promise<boolean> {
-    const result = await this.db.updateTable('contacts').set({ unsubscribed: 1, updated_at: at.toISOString() }).where('id', '=', contactId).executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    return this.db.transaction().execute(async (tx) => {
+      const updated_at = at.toISOString();
+      const changed = await tx.updateTable('contacts').set({ unsubscribed: 1, updated_at }).where('id', '=', contactId).where('unsubscribed', '=', 0).returningAll().executeTakeFirst();
+      if (changed) {
+        await this.events.record(tx, [contactEvent('contact.updated', changed, updated_at)]);
+        return true;
+      }
+      return (await tx.selectFrom('contacts').select('id').where('id', '=', contactId).executeTakeFirst()) !== undefined;
+    });
   }
 
   /** Records the contact's choice to leave the topic; false if the contact no longer exists. */

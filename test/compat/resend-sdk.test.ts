@@ -55,6 +55,18 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued' });
   });
 
+  it('emails.list: newest first, paged with limit and after', async () => {
+    const sent = [(await resend.emails.send({ ...email, subject: 'Listed' })).data!.id, (await resend.emails.send({ ...email, subject: 'Listed' })).data!.id];
+    // Sent in the same millisecond, the two are ordered by id.
+    const stamps = await Promise.all(sent.map(async (id) => (await resend.emails.get(id)).data!.created_at));
+    const [newer, older] = stamps[0] === stamps[1] ? [...sent].sort().reverse() : [sent[1]!, sent[0]!];
+    const page = await resend.emails.list({ limit: 1 });
+    expect(page.error).toBeNull();
+    expect(page.data).toMatchObject({ object: 'list', has_more: true, data: [{ id: newer, subject: 'Listed', to: ['steve@example.com'], last_event: 'queued', scheduled_at: null }] });
+    const next = await resend.emails.list({ limit: 1, after: newer! });
+    expect(next.data?.data.map((e) => e.id)).toEqual([older]);
+  });
+
   it('templates.create, publish and get, then a send with it', async () => {
     const created = await resend.templates.create({ name: 'Welcome', alias: `sdk-welcome-${backend}`, html: '<p>Hi {{{NAME|there}}}</p>', subject: 'Welcome', from: 'hello@acme.dev' });
     expect(created).toMatchObject({ data: { object: 'template', id: uuid }, error: null });

@@ -107,9 +107,12 @@ describe.each(backends)('metrics on %s', (backend) => {
     const after = await scrape();
     expect(sample(after, 'mailroom_outbox_emails', { state: 'queued' })).toBe(1);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'delivery_delayed' })).toBe(0);
-    expect(sample(after, 'mailroom_outbox_emails', { state: 'delivered' })).toBe(2);
+    // A relay's acceptance is `sent`: the relay is not the recipient.
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'sent' })).toBe(2);
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'delivered' })).toBe(0);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'failed' })).toBe(1);
-    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'delivered' })).toBe(2);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'sent' })).toBe(2);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'delivered' })).toBe(0);
     expect(sample(after, 'mailroom_deliveries_total', { outcome: 'failed' })).toBe(1);
     expect(sample(after, 'mailroom_delivery_attempts_total')).toBe(3);
     expect(sample(after, 'mailroom_database_up')).toBe(1);

@@ -72,7 +72,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       expect(received(deep!)).toBe(0);
       // The other email of the round is not held up by it.
       await sink.waitFor(1);
-      expect((await server.store.emails.find(fine!))?.last_event).toBe('delivered');
+      expect((await server.store.emails.find(fine!))?.last_event).toBe('sent');
       expect(await worker().runOnce(later(10 * 60_000))).toBe(0);
     });
 
@@ -117,7 +117,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       await server.store.database.db.updateTable('emails').set({ last_event: 'failed' }).where('last_event', 'in', ['queued', 'delivery_delayed']).execute();
     });
 
-    it('ignores a late outcome from a worker whose lease ran out, and never overwrites delivered', async () => {
+    it('ignores a late outcome from a worker whose lease ran out, and never overwrites sent', async () => {
       const [id] = await send(server, [{ from: 'a@acme.dev', to: 'lease@example.com', subject: 'Lease', text: 'x' }]);
       const emails = server.store.emails;
       const [first] = await emails.claimNextBatch(10, new Date(), 1000);
@@ -130,11 +130,13 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       expect(await emails.markDelayed(first!, 'late delay', later(1000), new Date())).toBe(false);
       expect((await emails.find(id!))?.last_event).toBe('queued');
 
-      expect(await emails.markDelivered([{ ...second!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date())).toEqual([id]);
+      expect(await emails.markDelivered([{ ...second!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date(), false)).toEqual([id]);
       expect(await emails.markFailed(first!, 'late failure', new Date())).toBe(false);
       expect(await emails.markFailed(second!, 'after the fact', new Date())).toBe(false);
-      expect(await emails.markDelivered([{ ...first!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date())).toEqual([]);
-      expect(await emails.find(id!)).toMatchObject({ last_event: 'delivered', last_error: null });
+      expect(await emails.markDelivered([{ ...first!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date(), true)).toEqual([]);
+      expect(await emails.find(id!)).toMatchObject({ last_event: 'sent', last_error: null });
+      // The sent email is not claimed again: a relay's acceptance ends the outbox's part.
+      expect(await emails.claimNextBatch(10, later(10 * 60_000), 1000)).toEqual([]);
     });
 
     it('does not let a failed email be failed again or revived', async () => {
@@ -143,7 +145,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       const [claim] = await emails.claimNextBatch(10, new Date(), 60_000);
       expect(await emails.markFailed(claim!, 'refused', new Date())).toBe(true);
       expect(await emails.markDelayed(claim!, 'later', later(1000), new Date())).toBe(false);
-      expect(await emails.markDelivered([{ ...claim!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date())).toEqual([]);
+      expect(await emails.markDelivered([{ ...claim!, messageId: `<${id}@acme.dev>`, text: 'x' }], new Date(), false)).toEqual([]);
       expect(await emails.find(id!)).toMatchObject({ last_event: 'failed', last_error: 'refused' });
     });
   });

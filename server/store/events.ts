@@ -1,0 +1,65 @@
+// Events: every change in an email's life (and a contact's), recorded in the transaction that makes
+// the change, together with one webhook delivery per enabled webhook that asked for its type. So an
+// event is never recorded without its deliveries, nor a change made without its event.
+import { randomBytes } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { EventType, Tables } from './database.ts';
+import { timeOrderedId } from './timeOrderedId.ts';
+
+export interface NewEvent {
+  type: EventType;
+  email_id?: string | null;
+  contact_id?: string | null;
+  /** What the event adds, stored as JSON. */
+  data?: unknown;
+  created_at: string;
+}
+
+/** A Standard Webhooks message id: the same on every attempt at one delivery. */
+export const webhookMessageId = () => `msg_${randomBytes(18).toString('base64url')}`;
+
+export class EventStore {
+  constructor(private readonly db: Kysely<Tables>) {}
+
+  /** Records events and their webhook deliveries; call it inside the transaction making the change. */
+  async record(tx: Transaction<Tables> | Kysely<Tables>, events: NewEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const rows = events.map((event) => ({
+      // Time-ordered: events recorded together (`sent`, then `delivered`) keep their order by id.
+      id: timeOrderedId(),
+      type: event.type,
+      email_id: event.email_id ?? null,
+      contact_id: event.contact_id ?? null,
+      data: event.data === undefined || event.data === null ? null : JSON.stringify(event.data),
+      created_at: event.created_at,
+    }));
+    // 6 values a row: SQLite's 32,766 bound values allow 5,000 rows a statement.
+    for (let i = 0; i < rows.length; i += 5000) await tx.insertInto('events').values(rows.slice(i, i + 5000)).execute();
+    const webhooks = await tx.selectFrom('webhooks').select(['id', 'events']).where('status', '=', 'enabled').execute();
+    if (webhooks.length === 0) return;
+    const wanted = webhooks.map((webhook) => ({ id: webhook.id, types: new Set(JSON.parse(webhook.events) as string[]) }));
+    const deliveries = rows.flatMap((event) =>
+      wanted
+        .filter((webhook) => webhook.types.has(event.type))
+        .map((webhook) => ({
+          id: webhookMessageId(),
+          webhook_id: webhook.id,
+          event_id: event.id,
+          state: 'pending' as const,
+          attempts: 0,
+          next_attempt_at: event.created_at,
+          lease_token: null,
+          last_status: null,
+          last_error: null,
+          created_at: event.created_at,
+          updated_at: event.created_at,
+        })),
+    );
+    for (let i = 0; i < deliveries.length; i += 2500) await tx.insertInto('webhook_deliveries').values(deliveries.slice(i, i + 2500)).execute();
+  }
+
+  /** An email's events, oldest first. */
+  forEmail(emailId: string) {
+    return this.db.selectFrom('events').selectAll().where('email_id', '=', emailId).orderBy('created_at').orderBy('id').execute();
+  }
+}
