@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
+import { EventStore } from './events.ts';
+import { suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */
 export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token'>;
@@ -110,6 +112,35 @@ export class EmailStore {
       .set({ last_event: 'canceled', last_error: reason, updated_at: at.toISOString(), lease_token: null })
       .executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Withdraws the email because every recipient is suppressed, recording `email.suppressed` with
+   * `data` in the same transaction; false if the lease no longer holds.
+   */
+  async markSuppressed(lease: Lease, data: unknown, reason: string, at: Date): Promise<boolean> {
+    const updated_at = at.toISOString();
+    return this.db.transaction().execute(async (tx) => {
+      const row = await tx.updateTable('emails').where(heldBy(lease)).set({ last_event: 'suppressed', last_error: reason, updated_at, lease_token: null }).returning('id').executeTakeFirst();
+      if (!row) return false;
+      await new EventStore(this.db).record(tx, [{ type: 'email.suppressed', email_id: lease.id, data, created_at: updated_at }]);
+      return true;
+    });
+  }
+
+  /**
+   * The relay refused the email for good: it ends `bounced`, with `email.bounced` carrying `bounce`,
+   * and each refused address is suppressed, all in one transaction; false if the lease no longer holds.
+   */
+  async markBounced(lease: Lease, bounce: { message: string }, refused: string[], at: Date): Promise<boolean> {
+    const updated_at = at.toISOString();
+    return this.db.transaction().execute(async (tx) => {
+      const row = await tx.updateTable('emails').where(heldBy(lease)).set({ last_event: 'bounced', last_error: bounce.message.slice(0, 500), updated_at, lease_token: null }).returning('id').executeTakeFirst();
+      if (!row) return false;
+      await new EventStore(this.db).record(tx, [{ type: 'email.bounced', email_id: lease.id, data: { bounce }, created_at: updated_at }]);
+      await suppress(tx, refused.map((email) => ({ email, origin: 'bounce', source_id: lease.id })), updated_at);
+      return true;
+    });
   }
 
   capturedMessage(id: string): Promise<string | undefined> {
