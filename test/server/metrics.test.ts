@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus text after real traffic, real deliveries through an SMTP server on 127.0.0.1
-// (one refused for good), and, on PostgreSQL, the pool's counts; METRICS=off removes it.
+// (one refused for good: bounced), and, on PostgreSQL, the pool's counts; METRICS=off removes it.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { smtpTransport } from '../../server/delivery/transport.ts';
@@ -108,9 +108,12 @@ describe.each(backends)('metrics on %s', (backend) => {
     expect(sample(after, 'mailroom_outbox_emails', { state: 'queued' })).toBe(1);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'delivery_delayed' })).toBe(0);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'delivered' })).toBe(2);
-    expect(sample(after, 'mailroom_outbox_emails', { state: 'failed' })).toBe(1);
+    // A relay's 550 is a Permanent bounce, not a failure.
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'bounced' })).toBe(1);
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'failed' })).toBe(0);
     expect(sample(after, 'mailroom_deliveries_total', { outcome: 'delivered' })).toBe(2);
-    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'failed' })).toBe(1);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'bounced' })).toBe(1);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'failed' })).toBe(0);
     expect(sample(after, 'mailroom_delivery_attempts_total')).toBe(3);
     expect(sample(after, 'mailroom_database_up')).toBe(1);
   });
