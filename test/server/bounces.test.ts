@@ -3,6 +3,10 @@
 // (ARF, RFC 5965), written here as raw RFC 5322 text the way an MTA writes them, are sent with
 // nodemailer to the inbound listener; the email's events, last_event and the suppression list follow.
 // A relay's synchronous 5xx is a Permanent bounce too. Junk mail is accepted and changes nothing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createTransport } from 'nodemailer';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +14,10 @@ import { smtpTransport } from '../../server/delivery/transport.ts';
 import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
 import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startServerProcess } from '../support/process.ts';
+import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { eventually } from './faults.ts';
 
 const quiet = pino({ level: 'silent' });
 const BOUNCE_DOMAIN = 'bounces.mailroom.test';
@@ -325,6 +331,34 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     } finally {
       transport.close();
       await small.close();
+    }
+  });
+});
+
+describe('the built server', () => {
+  it('runs the inbound listener beside its delivery thread: a bounce for an email it sent reaches the email and the suppression list', async () => {
+    const sink = await startSmtpSink();
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bounces-'));
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const inboundPort = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const server = await startServerProcess({ DATA_DIR: dataDir, SMTP_URL: sink.url, BOUNCE_DOMAIN, INBOUND_SMTP_PORT: String(inboundPort) });
+    const api = (path: string, init: RequestInit = {}) => fetch(server.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' } });
+    try {
+      const { id } = await (await api('/emails', { method: 'POST', body: JSON.stringify({ from: 'team@acme.dev', to: 'nobody@example.com', subject: 'Hi', text: 'Hi' }) })).json();
+      await sink.waitFor(1);
+      expect(sink.received[0]!.envelope.from).toBe(`bounces+${id}@${BOUNCE_DOMAIN}`);
+      const transport = createTransport({ host: '127.0.0.1', port: inboundPort, secure: false, ignoreTLS: true });
+      await transport.sendMail({ envelope: { from: '', to: [`bounces+${id}@${BOUNCE_DOMAIN}`] }, raw: dsn({ recipients: [{ address: 'nobody@example.com', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }] }) });
+      transport.close();
+      await eventually(async () => (await (await api(`/emails/${id}`)).json()).last_event === 'bounced', 'the email bounced');
+      expect(await (await api('/suppressions/nobody@example.com')).json()).toMatchObject({ origin: 'bounce', source_id: id });
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await sink.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
