@@ -681,6 +681,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List suppressions
+         * @description Lists suppressed addresses newest first, optionally only those of one origin, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`.
+         */
+        get: operations["listSuppressions"];
+        put?: never;
+        /**
+         * Create a suppression
+         * @description Adds an address to the suppression list by hand, or returns the existing suppression's id unchanged when the address is on it already.
+         */
+        post: operations["createSuppression"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/suppressions/batch/add": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add suppressions in bulk
+         * @description Adds every address given to the suppression list by hand, all at once, returning each one's suppression id in the order given, an existing one's unchanged.
+         */
+        post: operations["addSuppressions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/suppressions/batch/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove suppressions in bulk
+         * @description Takes the suppressions named by address or by id off the list, all at once, and returns those that were on it.
+         */
+        post: operations["removeSuppressions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/suppressions/{suppression}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The suppression's id, or the suppressed address.
+                 * @example steve.wozniak@gmail.com
+                 */
+                suppression: components["parameters"]["SuppressionPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a suppression
+         * @description Returns one suppression, found by its id or by its address.
+         */
+        get: operations["getSuppression"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a suppression
+         * @description Takes an address off the suppression list, found by the suppression's id or by the address, so that email can be sent to it again.
+         */
+        delete: operations["deleteSuppression"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unsubscribe/{token}": {
         parameters: {
             query?: never;
@@ -1697,6 +1791,87 @@ export interface components {
             variables?: components["schemas"]["TemplateVariable"][];
         };
         /**
+         * @description Why the address is suppressed: `bounce` (a permanent bounce), `complaint` (the recipient
+         *     reported an email as spam) or `manual` (added through the API).
+         * @enum {string}
+         */
+        SuppressionOrigin: "bounce" | "complaint" | "manual";
+        /** @description An address no email is sent to. */
+        Suppression: {
+            /**
+             * @description Always `suppression`.
+             * @constant
+             */
+            object: "suppression";
+            id: components["schemas"]["Uuid"];
+            email: components["schemas"]["EmailAddress"];
+            origin: components["schemas"]["SuppressionOrigin"];
+            /** @description The email whose bounce or complaint suppressed the address; null when it was added by hand. */
+            source_id: components["schemas"]["Uuid"] | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A list of suppressions, newest first. */
+        SuppressionList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more suppressions lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The suppressions, at most `limit` of them. */
+            data: components["schemas"]["Suppression"][];
+        };
+        /** @description The id of a suppression that was added. */
+        SuppressionRef: {
+            /**
+             * @description Always `suppression`.
+             * @constant
+             */
+            object: "suppression";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description The ids of the suppressions added, one per address, in the order given. */
+        SuppressionRefList: {
+            /** @description One suppression per address given. */
+            data: components["schemas"]["SuppressionRef"][];
+        };
+        /** @description Confirms that a suppression was removed. */
+        DeletedSuppression: {
+            /**
+             * @description Always `suppression`.
+             * @constant
+             */
+            object: "suppression";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description The suppressions removed. */
+        DeletedSuppressionList: {
+            /** @description One entry per suppression that was on the list. */
+            data: components["schemas"]["DeletedSuppression"][];
+        };
+        /** @description An address to suppress. */
+        CreateSuppressionRequest: {
+            email: components["schemas"]["EmailAddress"];
+        };
+        /** @description Addresses to suppress. */
+        AddSuppressionsRequest: {
+            /** @description One to 100 addresses. */
+            emails: components["schemas"]["EmailAddress"][];
+        };
+        /** @description The suppressions to remove, named by `emails` or by `ids`, one of the two. */
+        RemoveSuppressionsRequest: {
+            /** @description One to 100 suppressed addresses. */
+            emails?: components["schemas"]["EmailAddress"][];
+            /** @description One to 100 suppression ids. */
+            ids?: components["schemas"]["Uuid"][];
+        };
+        /**
          * @description Names a contact and what the link unsubscribes it from (a topic, or all email), signed by the
          *     server; one that was not made by the server, or was changed, is not found.
          * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
@@ -2013,6 +2188,30 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description No suppression has this id, or the address is not suppressed. */
+        SuppressionNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The suppression in the path is neither a UUID nor an email address. */
+        InvalidSuppression: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The page, with a button that unsubscribes. */
         UnsubscribePage: {
             headers: {
@@ -2183,6 +2382,13 @@ export interface components {
          * @example welcome-email
          */
         TemplateIdPath: string;
+        /**
+         * @description The suppression's id, or the suppressed address.
+         * @example steve.wozniak@gmail.com
+         */
+        SuppressionPath: components["schemas"]["Uuid"] | components["schemas"]["EmailAddress"];
+        /** @description Return only the suppressions of this origin. */
+        SuppressionOriginQuery: components["schemas"]["SuppressionOrigin"];
         /**
          * @description The token of a broadcast email's unsubscribe link, as the link gives it.
          * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
@@ -4073,6 +4279,245 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listSuppressions: {
+        parameters: {
+            query?: {
+                /** @description Return only the suppressions of this origin. */
+                origin?: components["parameters"]["SuppressionOriginQuery"];
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of suppressions, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSuppressionRequest"];
+            };
+        };
+        responses: {
+            /** @description The address was suppressed already; the suppression is returned unchanged, its origin too. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionRef"];
+                };
+            };
+            /** @description The address was added, with origin `manual`; no email is sent to it from now on. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    addSuppressions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddSuppressionsRequest"];
+            };
+        };
+        responses: {
+            /** @description Every address is suppressed; `data` holds one id per address, in the order given. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionRefList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    removeSuppressions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RemoveSuppressionsRequest"];
+            };
+        };
+        responses: {
+            /** @description The suppressions removed, in the order given; addresses and ids that were not on the list are left out. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedSuppressionList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The suppression's id, or the suppressed address.
+                 * @example steve.wozniak@gmail.com
+                 */
+                suppression: components["parameters"]["SuppressionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The suppression. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suppression"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SuppressionNotFound"];
+            422: components["responses"]["InvalidSuppression"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The suppression's id, or the suppressed address.
+                 * @example steve.wozniak@gmail.com
+                 */
+                suppression: components["parameters"]["SuppressionPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The suppression was removed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedSuppression"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["SuppressionNotFound"];
+            422: components["responses"]["InvalidSuppression"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

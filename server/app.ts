@@ -37,6 +37,7 @@ import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
 import { memberList, segmentRoutes } from './segments/routes.ts';
+import { suppressionRoutes } from './suppressions/routes.ts';
 import { templateRoutes } from './templates/routes.ts';
 import { topicRoutes } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
@@ -87,6 +88,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use('/broadcasts', broadcastRoutes(store));
   app.use('/emails', emailRoutes(store, new BroadcastMail(store, links)));
   app.use('/templates', templateRoutes(store));
+  app.use('/suppressions', suppressionRoutes(store));
   app.use('/unsubscribe', unsubscribeRoutes(store, links.tokens));
   app.use(errorHandler(spec, logger));
   return app;

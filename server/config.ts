@@ -58,6 +58,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** The secret unsubscribe links are signed with; unset, one is generated and kept in the store. */
   unsubscribeSecret: string | undefined;
+  /** The SMTP listener for bounces (DSNs) and complaints (ARF), where the delivery worker runs; unset, none. */
+  inbound: { port: number; host: string } | undefined;
 }
 
 /** A configuration that cannot be used; its message has one line per bad variable. */
@@ -127,6 +129,18 @@ const environment = z.object({
     .transform((value) => value.replace(/\/+$/, ''))
     .optional(),
   UNSUBSCRIBE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  // The domain of the VERP return path: its MX must lead to the inbound listener (INBOUND_SMTP_PORT).
+  BOUNCE_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, 'must be a domain name such as bounces.example.com')
+    .transform((value) => value.toLowerCase())
+    .optional(),
+  INBOUND_SMTP_PORT: z
+    .string()
+    .refine((value) => /^\d+$/.test(value) && Number(value) <= 65535, 'must be a whole number from 0 to 65535')
+    .transform(Number)
+    .optional(),
+  INBOUND_SMTP_HOST: z.string().default('127.0.0.1'),
 });
 
 /** Reads the configuration from `env`; throws a ConfigError naming every variable that is wrong. */
@@ -160,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxAttempts: e.DELIVERY_MAX_ATTEMPTS,
       retryBaseMs: e.DELIVERY_RETRY_BASE_MS,
       leaseMs: e.DELIVERY_LEASE_MS,
+      bounceDomain: e.BOUNCE_DOMAIN,
     },
     fanout: { ...DEFAULT_FANOUT, leaseMs: e.FANOUT_LEASE_MS, chunkSize: e.FANOUT_CHUNK_SIZE },
     headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
@@ -173,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: e.METRICS === 'on',
     publicUrl: e.PUBLIC_URL,
     unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
+    inbound: e.INBOUND_SMTP_PORT === undefined ? undefined : { port: e.INBOUND_SMTP_PORT, host: e.INBOUND_SMTP_HOST },
   };
 }
 

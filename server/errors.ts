@@ -110,6 +110,14 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     return invalid(when ? `Missing \`${field}\` field; it is required with \`${when}\`.` : `Missing \`${field}\` field.`, 'missing_required_field');
   }
   if (keyword === 'additionalProperties') return invalid(`The field ${quoted(field)} is not supported.`);
+  if ((keyword === 'minProperties' || keyword === 'maxProperties') && location === 'body' && field === 'body') {
+    // A body that takes exactly one of its fields (minProperties and maxProperties 1), such as removing suppressions by `emails` or by `ids`.
+    const choice = resolveRef(spec, bodySchema(req, spec));
+    if (choice?.minProperties === 1 && choice?.maxProperties === 1) {
+      const names = Object.keys(choice.properties ?? {}).map((name) => `\`${name}\``).join(' or ');
+      return keyword === 'minProperties' ? invalid(`Missing ${names} field.`, 'missing_required_field') : invalid(`Give ${names}, not both.`);
+    }
+  }
   const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
   switch (keyword) {
     case 'minimum':

@@ -13,7 +13,7 @@ import type { EmailEvent } from './store/database.ts';
 import type { Store } from './store/index.ts';
 
 /** Every state an email can be in, so that a state with no emails reads 0 rather than vanishing. */
-const EMAIL_STATES: EmailEvent[] = ['queued', 'delivery_delayed', 'sent', 'delivered', 'failed'];
+const EMAIL_STATES: EmailEvent[] = ['queued', 'delivery_delayed', 'sent', 'delivered', 'failed', 'bounced', 'suppressed'];
 /** Statuses the contract uses for a request refused for its content: malformed (400) or invalid (422). */
 const REFUSED_FOR_CONTENT = new Set([400, 422]);
 
@@ -49,7 +49,7 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
   });
   const outbox = new Gauge({ name: 'mailroom_outbox_emails', help: 'Emails by state (their last event), read from the database.', labelNames: ['state'], registers });
   // Counters whose count the database keeps (emails are never deleted, and attempts only grow).
-  const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Deliveries finished, by outcome (sent to a relay, delivered, failed), by every worker.', labelNames: ['outcome'], registers });
+  const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Deliveries finished, by outcome (sent to a relay, delivered, failed, bounced, suppressed), by every worker.', labelNames: ['outcome'], registers });
   const attempts = new Counter({ name: 'mailroom_delivery_attempts_total', help: 'Delivery tries made by every worker, failed ones included.', registers });
   const databaseUp = new Gauge({ name: 'mailroom_database_up', help: '1 when the outbox could be read at this scrape, 0 when the database did not answer.', registers });
   const usage = store.database.poolUsage;
@@ -92,7 +92,7 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
       // Set in one go after the query, so that two scrapes at once cannot mix their figures.
       for (const state of EMAIL_STATES) outbox.set({ state }, states.get(state)?.emails ?? 0);
       deliveries.reset();
-      for (const outcome of ['sent', 'delivered', 'failed'] as const) deliveries.inc({ outcome }, states.get(outcome)?.emails ?? 0);
+      for (const outcome of ['sent', 'delivered', 'failed', 'bounced', 'suppressed'] as const) deliveries.inc({ outcome }, states.get(outcome)?.emails ?? 0);
       attempts.reset();
       attempts.inc([...states.values()].reduce((sum, row) => sum + row.attempts, 0));
       databaseUp.set(1);

@@ -1,6 +1,8 @@
 // The delivery worker, with the broadcast fan-out in a loop beside it: `npm run worker` runs them as a
 // process (start any number of them on PostgreSQL), and `npm start` runs them in a thread beside the
 // HTTP server, so that building messages and writing a broadcast's emails never hold up a request.
+// With INBOUND_SMTP_PORT, the listener for bounces and complaint reports runs here too: beside the
+// worker whose mail they answer, and off the request path.
 // Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
@@ -9,6 +11,7 @@ import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeTok
 import { loadConfig, warnOfPlainHttp, type Config } from './config.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
+import { startInbound } from './inbound/listener.ts';
 import { openStore } from './store/index.ts';
 
 const config = configOrExit();
@@ -28,6 +31,7 @@ const worker = new DeliveryWorker(store, transport, logger, config.delivery, lin
 const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
 worker.start();
 fanout.start();
+const inbound = config.inbound ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
 function configOrExit(): Config {
@@ -44,7 +48,7 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
-  await Promise.all([worker.stop(), fanout.stop()]);
+  await Promise.all([worker.stop(), fanout.stop(), inbound?.close()]);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

@@ -3,6 +3,10 @@
 // add a recipient, and the address headers are written from the parsed mailboxes, never re-read
 // from strings. `bcc` is in the envelope alone, never in a header. Custom header names were held to
 // the contract's list when the email was accepted (CustomHeaders in openapi.yaml).
+//
+// With a bounce domain, the return path names the email (VERP: `bounces+<id>@<domain>`), so that a
+// bounce finds its email whatever the remote server kept of it, and the relay is asked for delivery
+// status notifications of failure and delay (RFC 3461), sent only to relays that advertise DSN.
 import { compile } from 'html-to-text';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
@@ -18,7 +22,7 @@ export class UnsendableEmail extends Error {}
 
 /** Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
  * sending and recording it) is recognisably the same. */
-export function toMessage(email: EmailRecord): SendMailOptions {
+export function toMessage(email: EmailRecord, bounceDomain?: string): SendMailOptions {
   const mailbox = (field: string, value: string): Mailbox => {
     const parsed = parseMailbox(value);
     if (!parsed) throw new UnsendableEmail(`The stored \`${field}\` address \`${value}\` is not one mailbox; the email cannot be sent.`);
@@ -32,13 +36,16 @@ export function toMessage(email: EmailRecord): SendMailOptions {
   const replyTo = mailboxes('reply_to', email.reply_to);
   const text = email.text === null ? (email.html ? plainText(email.html) : undefined) : email.text === '' ? undefined : email.text;
   const domain = from.address.slice(from.address.lastIndexOf('@') + 1);
+  const recipients = [...new Set([...to, ...cc, ...bcc].map((m) => m.address))];
   return {
     messageId: `<${email.id}@${domain}>`,
     from,
     ...(to.length > 0 && { to }),
     ...(cc.length > 0 && { cc }),
     ...(replyTo.length > 0 && { replyTo }),
-    envelope: { from: from.address, to: [...new Set([...to, ...cc, ...bcc].map((m) => m.address))] },
+    envelope: { from: bounceDomain ? returnPath(email.id, bounceDomain) : from.address, to: recipients },
+    // ORCPT goes on every RCPT TO alike, so it can name the recipient only when there is one.
+    ...(bounceDomain && { dsn: { id: email.id, return: 'headers', notify: ['failure', 'delay'], ...(recipients.length === 1 && { recipient: recipients[0] }) } }),
     subject: email.subject,
     ...(email.html !== null && { html: email.html }),
     ...(text !== undefined && { text }),
@@ -46,3 +53,6 @@ export function toMessage(email: EmailRecord): SendMailOptions {
     date: new Date(email.created_at),
   };
 }
+
+/** The VERP return path of an email: bounces to it name the email. */
+export const returnPath = (emailId: string, bounceDomain: string) => `bounces+${emailId}@${bounceDomain}`;

@@ -4,11 +4,20 @@
 // unless the operator says it is (SMTP_FINAL, for a relay that is the recipients' own server).
 import { createTransport, type SendMailOptions } from 'nodemailer';
 
+/** A recipient the relay refused for good, and the reply it refused with. */
+export interface Refusal {
+  address: string;
+  reply: string;
+}
+
 export interface Transport {
   /** Whether a message it accepts has reached its recipients: then `delivered` comes with `sent`. */
   readonly final: boolean;
-  /** Sends one message; resolves with its raw MIME when the transport keeps it. */
-  send(message: SendMailOptions): Promise<{ raw?: string }>;
+  /**
+   * Sends one message; resolves with its raw MIME when the transport keeps it, and the recipients the
+   * relay refused for good while it took the message for the others.
+   */
+  send(message: SendMailOptions): Promise<{ raw?: string; refused?: Refusal[] }>;
   close(): void;
 }
 
@@ -20,8 +29,8 @@ export function smtpTransport(smtpUrl: string, { final = false, maxConnections =
   return {
     final,
     send: async (message) => {
-      await transporter.sendMail(message);
-      return {};
+      const info = await transporter.sendMail(message);
+      return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
     },
     close: () => transporter.close(),
   };
@@ -43,4 +52,26 @@ export function captureTransport(): Transport {
 export function isPermanent(error: unknown): boolean {
   const code = (error as { responseCode?: number }).responseCode;
   return typeof code === 'number' && code >= 500 && code < 600;
+}
+
+/**
+ * The recipients a 5xx refused: at RCPT TO, the ones refused; at the end of DATA, all of them. A 5xx
+ * to anything else (MAIL FROM, AUTH) refuses the sender, not the recipients: undefined.
+ */
+export function recipientRefusal(error: unknown, recipients: string[]): Refusal[] | undefined {
+  if (!isPermanent(error)) return undefined;
+  const { command, response, rejectedErrors } = error as { command?: string; response?: string; rejectedErrors?: unknown[] };
+  if (command === 'RCPT TO') {
+    const refused = permanentRefusals(rejectedErrors);
+    return refused.length > 0 ? refused : undefined;
+  }
+  if (command === 'DATA') return recipients.map((address) => ({ address, reply: response ?? String((error as Error).message) }));
+  return undefined;
+}
+
+function permanentRefusals(errors: unknown[] | undefined): Refusal[] {
+  return (errors ?? []).flatMap((error) => {
+    const { recipient, response } = error as { recipient?: string; response?: string };
+    return isPermanent(error) && recipient ? [{ address: recipient, reply: response ?? '' }] : [];
+  });
 }

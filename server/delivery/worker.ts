@@ -1,21 +1,28 @@
 // The delivery worker: claims due emails from the outbox, builds each MIME message with nodemailer and
 // hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
-// up to a bound, then the email fails; a permanent (5xx) refusal, or a message that cannot be built,
-// fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
+// up to a bound, then the email fails; a message that cannot be built, or a 5xx to the sender rather
+// than the recipients (MAIL FROM, AUTH), fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
 // outcome (its workers died with it) fails too. Messages are built here (server/delivery/message.ts),
 // not on the request path: making plain text from HTML costs milliseconds per message.
 //
 // A broadcast's email is checked again and personalized here (server/broadcasts/mail.ts): a contact
 // that was deleted, unsubscribed or left the topic since the fan-out is not sent to, and the email
 // ends `canceled`. A batch without broadcast emails costs no query more than before.
+//
+// Suppressed recipients are taken out of each message (server/delivery/suppression.ts), with one query
+// per claimed batch; an email left with none ends `suppressed`. A relay's 5xx to recipients is a
+// Permanent bounce: the email ends `bounced` and those addresses are suppressed.
 import type { Logger } from 'pino';
 import type { SendMailOptions } from 'nodemailer';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
+import { refusal } from './bounce.ts';
 import { toMessage } from './message.ts';
-import { isPermanent, type Transport } from './transport.ts';
+import { bounced } from './report.ts';
+import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
+import { isPermanent, recipientRefusal, type Refusal, type Transport } from './transport.ts';
 
 export interface DeliveryOptions {
   /** Emails claimed at once. */
@@ -27,6 +34,8 @@ export interface DeliveryOptions {
   maxAttempts: number;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Where bounces come back to: with it, messages carry a VERP return path and ask for DSNs. */
+  bounceDomain?: string;
 }
 
 export const DEFAULT_DELIVERY: DeliveryOptions = {
@@ -78,7 +87,8 @@ export class DeliveryWorker {
   async runOnce(now = new Date()): Promise<number> {
     const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
     const broadcast = emails.some((email) => email.broadcast_id !== null) ? await (await this.broadcasts()).forDelivery(emails) : undefined;
-    await Promise.all(emails.map((email) => this.deliver(email, broadcast?.get(email.id))));
+    const suppressed = await suppressedIn(this.store, emails);
+    await Promise.all(emails.map((email) => this.deliver(email, suppressed, broadcast?.get(email.id))));
     return emails.length;
   }
 
@@ -137,7 +147,7 @@ export class DeliveryWorker {
   }
 
   /** `broadcast` is what became of a broadcast email before sending: its message, or why it is not sent. */
-  private async deliver(email: ClaimedEmail, broadcast?: BroadcastOutcome): Promise<void> {
+  private async deliver(email: ClaimedEmail, suppressed: Suppressed, broadcast?: BroadcastOutcome): Promise<void> {
     if (broadcast && 'cancel' in broadcast) return this.cancel(email, broadcast.cancel);
     if (email.attempts > this.options.maxAttempts) {
       const reason = `no outcome was recorded in ${this.options.maxAttempts} attempts${email.last_error ? `; the last error: ${email.last_error}` : ''}`;
@@ -146,16 +156,22 @@ export class DeliveryWorker {
     if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
     let message: SendMailOptions;
     try {
-      message = toMessage(broadcast ? broadcast.send : email);
+      message = toMessage(broadcast ? broadcast.send : email, this.options.bounceDomain);
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
     }
+    const kept = withoutSuppressed(message, suppressed);
+    if ('withdraw' in kept) return this.suppress(email, kept.withdraw);
+    message = kept.send;
     let raw: string | undefined;
+    let refused: Refusal[] | undefined;
     try {
-      ({ raw } = await this.transport.send(message));
+      ({ raw, refused } = await this.transport.send(message));
     } catch (error) {
       const reason = reasonOf(error);
+      const refusedAll = recipientRefusal(error, (message.envelope as { to: string[] }).to);
+      if (refusedAll) return this.bounce(email, refusedAll);
       if (isPermanent(error) || email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
       const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
       const retryAt = new Date(Date.now() + Math.random() * ceiling);
@@ -169,6 +185,19 @@ export class DeliveryWorker {
     const text = !broadcast && typeof message.text === 'string' ? message.text : null;
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text, raw };
     await this.persist(email, () => this.record(delivery));
+    if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
+  }
+
+  private async suppress(email: ClaimedEmail, data: SuppressedData): Promise<void> {
+    this.logger.info({ emailId: email.id }, 'delivery suppressed');
+    if (!(await this.persist(email, () => this.store.emails.markSuppressed(email, data, data.suppressed.message, new Date())))) this.leaseLost(email.id, 'suppressed');
+  }
+
+  private async bounce(email: ClaimedEmail, refused: Refusal[]): Promise<void> {
+    const bounce = refusal(refused.map((r) => r.reply));
+    this.logger.warn({ emailId: email.id, reason: bounce.message }, 'delivery bounced');
+    const addresses = refused.map((r) => r.address);
+    if (!(await this.persist(email, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');
   }
 
   private async fail(email: ClaimedEmail, reason: string): Promise<void> {

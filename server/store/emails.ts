@@ -10,6 +10,7 @@ import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely'
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */
 export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token'>;
@@ -129,15 +130,36 @@ export class EmailStore {
     return this.conclude(lease, { last_event: 'canceled', last_error: reason }, { type: 'email.canceled', data: { reason } }, at);
   }
 
-  /** Records one outcome of the claim `lease` holds, with its event; false if the lease no longer holds. */
-  private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'>, at: Date): Promise<boolean> {
+  /**
+   * Records one outcome of the claim `lease` holds, with its event and whatever `also` writes, in one
+   * transaction; false if the lease no longer holds.
+   */
+  private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'>, at: Date, also?: (tx: Transaction<Tables>, at: string) => Promise<unknown>): Promise<boolean> {
     const updated_at = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
       const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, updated_at, lease_token: null }).executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       await this.events.record(tx, [{ ...event, email_id: lease.id, created_at: updated_at }]);
+      await also?.(tx, updated_at);
       return true;
     });
+  }
+
+  /**
+   * Withdraws the email because every recipient is suppressed, recording `email.suppressed` with
+   * `data` in the same transaction; false if the lease no longer holds.
+   */
+  markSuppressed(lease: Lease, data: unknown, reason: string, at: Date): Promise<boolean> {
+    return this.conclude(lease, { last_event: 'suppressed', last_error: reason }, { type: 'email.suppressed', data }, at);
+  }
+
+  /**
+   * The relay refused the email for good: it ends `bounced`, with `email.bounced` carrying `bounce`,
+   * and each refused address is suppressed, all in one transaction; false if the lease no longer holds.
+   */
+  markBounced(lease: Lease, bounce: { message: string }, refused: string[], at: Date): Promise<boolean> {
+    const suppressRefused = (tx: Transaction<Tables>, now: string) => suppress(tx, refused.map((email) => ({ email, origin: 'bounce' as const, source_id: lease.id })), now);
+    return this.conclude(lease, { last_event: 'bounced', last_error: bounce.message.slice(0, 500) }, { type: 'email.bounced', data: { bounce } }, at, suppressRefused);
   }
 
   capturedMessage(id: string): Promise<string | undefined> {

@@ -101,7 +101,7 @@ export class FanoutStore {
   }
 
   /**
-   * One email per member in (after, last] who is subscribed, and, when the broadcast has a topic,
+   * One email per member in (after, last] who is subscribed and not suppressed, and, when the broadcast has a topic,
    * whose own choice for it (or else the topic's default) is `opt_in`. The body is not copied: it is
    * the broadcast's, personalized when the email is delivered.
    */
@@ -112,7 +112,9 @@ export class FanoutStore {
       .innerJoin('contacts as c', 'c.id', 'sc.contact_id')
       .where('sc.segment_id', '=', held.segment_id)
       .where('sc.contact_id', '>', after)
-      .where('c.unsubscribed', '=', 0);
+      .where('c.unsubscribed', '=', 0)
+      // contacts.email_key and suppressions.email_key are both the lower-cased address.
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('suppressions as s').select('s.id').whereRef('s.email_key', '=', 'c.email_key'))));
     if (last !== undefined) members = members.where('sc.contact_id', '<=', last);
     if (held.topic_id !== null) {
       const topicId = held.topic_id;

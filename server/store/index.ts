@@ -11,9 +11,11 @@ import { claimHolder } from './claimHolder.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
 import { RecipientStore } from './recipients.ts';
+import { ReportStore } from './reports.ts';
 import { SettingStore } from './settings.ts';
 import { SegmentStore } from './segments.ts';
 import { TemplateStore } from './templates.ts';
+import { SuppressionStore } from './suppressions.ts';
 import { TopicStore } from './topics.ts';
 
 export interface Store {
@@ -34,7 +36,11 @@ export interface Store {
   metrics: MetricsStore;
   /** A broadcast's recipients at delivery, and their unsubscribe links' changes. */
   recipients: RecipientStore;
+  /** Reports about emails that left: DSNs, complaints, refusals of some recipients. */
+  reports: ReportStore;
   settings: SettingStore;
+  /** Addresses no email is sent to. */
+  suppressions: SuppressionStore;
   /**
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
@@ -65,7 +71,9 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     idempotency,
     metrics: new MetricsStore(database.db),
     recipients: new RecipientStore(database.db, events),
+    reports: new ReportStore(database.db, database.dialect, events),
     settings: new SettingStore(database.db),
+    suppressions: new SuppressionStore(database.db),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.

@@ -44,6 +44,12 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ port: 8080, databaseUrl: 'postgres://u@db/mailroom', smtpUrl: 'smtps://relay:465', deliveryWorker: false, logLevel: 'warn', bodyLimit: '512kb' });
   });
 
+  it('has no bounce domain and no inbound listener unless given, and reads them when they are', () => {
+    expect(loadConfig({})).toMatchObject({ inbound: undefined, delivery: { bounceDomain: undefined } });
+    expect(loadConfig({ BOUNCE_DOMAIN: 'Bounces.Acme.dev', INBOUND_SMTP_PORT: '2525' })).toMatchObject({ inbound: { port: 2525, host: '127.0.0.1' }, delivery: { bounceDomain: 'bounces.acme.dev' } });
+    expect(loadConfig({ INBOUND_SMTP_PORT: '25', INBOUND_SMTP_HOST: '0.0.0.0' }).inbound).toEqual({ port: 25, host: '0.0.0.0' });
+  });
+
   it.each([
     ['PORT', 'abc', /PORT must be a whole number from 0 to 65535, got "abc"/],
     ['PORT', '70000', /PORT must be a whole number from 0 to 65535, got "70000"/],
@@ -55,6 +61,9 @@ describe('loadConfig', () => {
     ['BODY_LIMIT', 'lots', /BODY_LIMIT must be a size such as 4mb/],
     ['SMTP_URL', 'relay.example.com:25', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\//],
     ['DATABASE_URL', 'mysql://u:secret@db/x', /DATABASE_URL must be a URL starting with postgres:\/\/ or postgresql:\/\//],
+    ['BOUNCE_DOMAIN', 'localhost', /BOUNCE_DOMAIN must be a domain name such as bounces.example.com, got "localhost"/],
+    ['BOUNCE_DOMAIN', 'bounces+x@acme.dev', /BOUNCE_DOMAIN must be a domain name/],
+    ['INBOUND_SMTP_PORT', '99999', /INBOUND_SMTP_PORT must be a whole number from 0 to 65535, got "99999"/],
   ])('refuses %s=%s, saying what it must be', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
   });

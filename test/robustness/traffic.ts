@@ -34,7 +34,7 @@ const poolOf = (parameter: string) => current(`${parameter.replace(/_id$/, '')}s
  * What a 2xx answer is about: the resource its `object` names, or the operation's own when it names
  * none; nothing (undefined) for a list or a relation between two things (`contact_segment`).
  */
-const OBJECTS: Record<string, string> = { contact: 'contacts', segment: 'segments', audience: 'segments', topic: 'topics', template: 'templates', broadcast: 'broadcasts', email: 'emails' };
+const OBJECTS: Record<string, string> = { contact: 'contacts', segment: 'segments', audience: 'segments', topic: 'topics', template: 'templates', broadcast: 'broadcasts', email: 'emails', suppression: 'suppressions' };
 const subjectOf = (op: Operation, body: any) => (typeof body?.object === 'string' ? OBJECTS[body.object] : resourceOf(op));
 const pathParams = (op: Operation) => op.parameters.filter((p) => p.in === 'path');
 
@@ -173,7 +173,23 @@ export class World {
     // Where a create declares 201, a 200 means "it existed already, unchanged": nothing new to expect. A
     // POST under another resource's path creates only when it says so with 201 (a contact in an audience).
     const creates = op.method === 'POST' && (status === 201 || (pathParams(op).length === 0 && !('201' in op.responses)));
-    if (creates) {
+    const removed = Array.isArray(body?.data) && body.data.length > 0 && body.data.every((d: { deleted?: unknown }) => d.deleted === true);
+    if (removed) {
+      // Removed in bulk (suppressions): each entry names one thing that is gone.
+      for (const { id } of body.data as { id: string }[]) {
+        expected.delete(id);
+        const at = pool.findIndex((e) => e.id === id);
+        if (at >= 0) pool.splice(at, 1);
+      }
+    } else if (creates && Array.isArray(body?.data) && Array.isArray((json as { emails?: unknown })?.emails)) {
+      // Added in bulk (suppressions): one id per address, an address added before keeping its first id and spelling.
+      const emails = (json as { emails: string[] }).emails;
+      body.data.forEach((d: { id: string }, i: number) => {
+        if (expected.has(d.id)) return;
+        pool.push({ id: d.id, alias: emails[i] });
+        expected.set(d.id, { email: emails[i] });
+      });
+    } else if (creates) {
       // One thing created (body.id), or a batch (body.data) whose left-out items are in body.errors.
       const created: [string, unknown][] = [];
       if (Array.isArray(body?.data) && Array.isArray(json)) {

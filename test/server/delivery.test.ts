@@ -104,11 +104,12 @@ describe.each(backends)('delivery on %s', (backend) => {
     sink.refuse = () => undefined;
   });
 
-  it('fails at once on a permanent 550', async () => {
+  it('bounces at once on a permanent 550, without retrying', async () => {
     sink.refuse = () => 550;
     const [id] = await send([{ from: 'a@acme.dev', to: 'gone@example.com', subject: 'Gone', text: 'x' }]);
     await worker().runOnce();
-    expect(await lastEvent(id!)).toBe('failed');
+    expect(await lastEvent(id!)).toBe('bounced');
+    expect(await server.store.emails.find(id!)).toMatchObject({ attempts: 1 });
     sink.refuse = () => undefined;
   });
 

@@ -1,5 +1,5 @@
 // GET /metrics: Prometheus text after real traffic, real deliveries through an SMTP server on 127.0.0.1
-// (one refused for good), and, on PostgreSQL, the pool's counts; METRICS=off removes it.
+// (one refused for good: bounced), and, on PostgreSQL, the pool's counts; METRICS=off removes it.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { smtpTransport } from '../../server/delivery/transport.ts';
@@ -107,13 +107,15 @@ describe.each(backends)('metrics on %s', (backend) => {
     const after = await scrape();
     expect(sample(after, 'mailroom_outbox_emails', { state: 'queued' })).toBe(1);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'delivery_delayed' })).toBe(0);
-    // A relay's acceptance is `sent`: the relay is not the recipient.
+    // A relay's acceptance is `sent`: the relay is not the recipient; its 550 is a Permanent bounce.
     expect(sample(after, 'mailroom_outbox_emails', { state: 'sent' })).toBe(2);
     expect(sample(after, 'mailroom_outbox_emails', { state: 'delivered' })).toBe(0);
-    expect(sample(after, 'mailroom_outbox_emails', { state: 'failed' })).toBe(1);
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'bounced' })).toBe(1);
+    expect(sample(after, 'mailroom_outbox_emails', { state: 'failed' })).toBe(0);
     expect(sample(after, 'mailroom_deliveries_total', { outcome: 'sent' })).toBe(2);
     expect(sample(after, 'mailroom_deliveries_total', { outcome: 'delivered' })).toBe(0);
-    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'failed' })).toBe(1);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'bounced' })).toBe(1);
+    expect(sample(after, 'mailroom_deliveries_total', { outcome: 'failed' })).toBe(0);
     expect(sample(after, 'mailroom_delivery_attempts_total')).toBe(3);
     expect(sample(after, 'mailroom_database_up')).toBe(1);
   });

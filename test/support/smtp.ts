@@ -1,5 +1,6 @@
 // A real SMTP server on 127.0.0.1 (smtp-server) that parses what it receives with mailparser, and can
-// be told to refuse messages, to test a relay that says "try later" or "never".
+// be told to refuse messages, or single recipients, to test a relay that says "try later" or "never".
+// It advertises DSN (RFC 3461), and keeps the DSN parameters each message came with.
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
@@ -7,7 +8,7 @@ import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 export interface Received {
   mail: ParsedMail;
   raw: string;
-  envelope: { from: string; to: string[] };
+  envelope: { from: string; to: string[]; dsn: { ret?: string | null; envid?: string | null } | undefined; rcptDsn: ({ notify?: string[]; orcpt?: string } | undefined)[] };
 }
 
 export interface SmtpSink {
@@ -15,6 +16,8 @@ export interface SmtpSink {
   received: Received[];
   /** Decides each message's fate: undefined accepts it, a number refuses it with that reply code. */
   refuse: (attempt: number) => number | undefined;
+  /** Decides each recipient's fate at RCPT TO: undefined accepts it, a number refuses it with that reply code. */
+  refuseRecipient: (address: string) => number | undefined;
   /** Waits until `count` messages have arrived. */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -26,6 +29,7 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
     url: '',
     received: [],
     refuse: () => undefined,
+    refuseRecipient: () => undefined,
     waitFor: async (count, timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs;
       while (sink.received.length < count) {
@@ -40,6 +44,12 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
     size: 10 * 1024 * 1024,
+    hideDSN: false,
+    onRcptTo(address, _session, callback) {
+      const code = sink.refuseRecipient(address.address);
+      if (!code) return callback();
+      callback(Object.assign(new Error(code >= 500 ? '5.1.1 No such user here' : '4.2.1 Mailbox busy, try later'), { responseCode: code }));
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -52,7 +62,9 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
         if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
         const raw = Buffer.concat(chunks).toString('utf8');
         const address = (a: SMTPServerAddress | false) => (a ? a.address : '');
-        sink.received.push({ mail: await simpleParser(raw), raw, envelope: { from: address(session.envelope.mailFrom), to: session.envelope.rcptTo.map(address) } });
+        const { dsn } = session.envelope as { dsn?: { ret?: string | null; envid?: string | null } };
+        const rcptDsn = session.envelope.rcptTo.map((a) => (a as { dsn?: { notify?: string[]; orcpt?: string } }).dsn);
+        sink.received.push({ mail: await simpleParser(raw), raw, envelope: { from: address(session.envelope.mailFrom), to: session.envelope.rcptTo.map(address), dsn, rcptDsn } });
         callback();
       });
     },

@@ -1,0 +1,48 @@
+// What a bounce says, in the shape Resend's `email.bounced` event carries it: a type (a 5.x.x status
+// is for good, a 4.x.x one may pass), a subtype read from the status code (RFC 3463), a sentence,
+// and each recipient's diagnostic as the receiving server worded it.
+
+export interface Bounce {
+  type: 'Permanent' | 'Transient' | 'Undetermined';
+  subType: 'General' | 'NoEmail' | 'MailboxFull' | 'MessageTooLarge' | 'ContentRejected' | 'Undetermined';
+  message: string;
+  diagnosticCode: string[];
+}
+
+/** An enhanced status code (RFC 3463): class, subject, detail. */
+const STATUS = /\b([245])\.(\d{1,3})\.(\d{1,3})\b/;
+
+/** The enhanced status code in a reply or a DSN's Status field, if it has one. */
+export function statusIn(text: string): string | undefined {
+  return STATUS.exec(text)?.[0];
+}
+
+export function bounceType(status: string | undefined): Bounce['type'] {
+  if (status?.startsWith('5.')) return 'Permanent';
+  if (status?.startsWith('4.')) return 'Transient';
+  return 'Undetermined';
+}
+
+export function bounceSubType(status: string | undefined): Bounce['subType'] {
+  if (!status) return 'Undetermined';
+  const [, subject, detail] = status.split('.');
+  if (subject === '1' && ['1', '2', '3', '10'].includes(detail!)) return 'NoEmail'; // bad mailbox, system, syntax, null MX
+  if (subject === '2' && detail === '2') return 'MailboxFull';
+  if ((subject === '3' && detail === '4') || (subject === '2' && detail === '3')) return 'MessageTooLarge';
+  if (subject === '7') return 'ContentRejected';
+  return 'General';
+}
+
+/**
+ * A relay's synchronous 5xx refusal of some recipients, as a Permanent bounce: each reply is a
+ * diagnostic, and the enhanced status code of the first (when it gives one) the subtype.
+ */
+export function refusal(replies: string[]): Bounce {
+  const first = replies[0] ?? '';
+  return {
+    type: 'Permanent',
+    subType: bounceSubType(statusIn(first) ?? '5.0.0'),
+    message: `The receiving server refused the message: ${first}`.slice(0, 1000),
+    diagnosticCode: replies.map((reply) => `smtp; ${reply}`.slice(0, 1000)),
+  };
+}

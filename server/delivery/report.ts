@@ -1,0 +1,59 @@
+// What a report about an email that left does to it (applied by store/reports.ts in one transaction).
+// A report that changes nothing records nothing: the same DSN delivered twice, a bounce for an email
+// already `bounced`, a complaint already heard. A Permanent bounce suppresses the recipients it names;
+// a Transient one does not; a complaint suppresses the recipient who made it. Only the email's own
+// recipients are ever suppressed, whatever addresses the report names.
+import { parseMailbox } from '../emails/mailbox.ts';
+import type { EmailEvent } from '../store/database.ts';
+import type { EmailRecord } from '../store/emails.ts';
+import type { ReportChange } from '../store/reports.ts';
+import type { Bounce } from './bounce.ts';
+
+type Decision = (email: EmailRecord) => ReportChange | undefined;
+
+/**
+ * Where an email is once a relay took it. `delivered` is among them because a relay's acceptance was
+ * recorded as `delivered` before `sent` existed, and such emails still bounce.
+ */
+const LEFT: EmailEvent[] = ['sent', 'delivered', 'delivery_delayed'];
+
+export function bounced(bounce: Bounce, addresses: string[]): Decision {
+  return (email) => {
+    // `queued` too: a relay can report a failure before the worker has recorded handing the email over.
+    if (![...LEFT, 'queued'].includes(email.last_event)) return undefined;
+    const suppress = bounce.type === 'Permanent' ? recipientsAmong(email, addresses).map((address) => ({ email: address, origin: 'bounce' as const, source_id: email.id })) : [];
+    return { last_event: 'bounced', event: { type: 'email.bounced', data: { bounce } }, suppress, error: bounce.message };
+  };
+}
+
+export function delayed(reason: string): Decision {
+  // Not after `delivered`: a late notice of delay cannot undo a notice of success.
+  return (email) => (['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivery_delayed', event: { type: 'email.delivery_delayed', data: { reason } }, suppress: [], park: true } : undefined);
+}
+
+export function delivered(): Decision {
+  return (email) => (['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivered', event: { type: 'email.delivered' }, suppress: [] } : undefined);
+}
+
+/** `addresses`: who complained, when the report says; else the email's only recipient. */
+export function complained(feedbackType: string | undefined, addresses: string[]): Decision {
+  return (email) => {
+    if (!LEFT.includes(email.last_event)) return undefined;
+    const recipients = recipientsAmong(email, addresses);
+    const all = recipientsOf(email);
+    const who = recipients.length > 0 ? recipients : all.length === 1 ? all : [];
+    const complaint = feedbackType ? { feedbackType } : {};
+    return { last_event: 'complained', event: { type: 'email.complained', data: { complaint } }, suppress: who.map((address) => ({ email: address, origin: 'complaint' as const, source_id: email.id })) };
+  };
+}
+
+/** The email's recipients (to, cc, bcc) that `addresses` names, without regard to case. */
+function recipientsAmong(email: EmailRecord, addresses: string[]): string[] {
+  const named = new Set(addresses.map((address) => address.toLowerCase()));
+  return recipientsOf(email).filter((address) => named.has(address.toLowerCase()));
+}
+
+function recipientsOf(email: EmailRecord): string[] {
+  const addresses = [email.to_addresses, email.cc, email.bcc].flatMap((json) => (json === null ? [] : (JSON.parse(json) as string[])));
+  return [...new Set(addresses.flatMap((value) => parseMailbox(value)?.address ?? []))];
+}

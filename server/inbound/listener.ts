@@ -1,0 +1,117 @@
+// The inbound SMTP listener: where bounces (DSNs, to the VERP return path) and complaint reports (ARF,
+// to whatever address the operator has them sent to) arrive. Every message is accepted and read; what
+// it reports is recorded on its email (store/reports.ts). Mail that reports nothing known, or names no
+// email of ours, is accepted, logged and dropped: refusing it would only make the sender try again.
+// Only a database that cannot be reached is a 4xx, so that the report comes again later.
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
+import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
+import { bounced, complained, delayed, delivered } from '../delivery/report.ts';
+import { isUnavailable } from '../store/database.ts';
+import type { Store } from '../store/index.ts';
+import type { ReportOutcome } from '../store/reports.ts';
+import { readReport, type DsnRecipient, type Report } from './report.ts';
+
+export interface InboundOptions {
+  port: number;
+  host: string;
+  /** Largest message accepted, in bytes; DSNs and ARF reports return headers, or one message at most. */
+  maxBytes?: number;
+  /** Connections served at once. */
+  maxClients?: number;
+}
+
+export interface InboundListener {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startInbound(store: Store, logger: Logger, options: InboundOptions): Promise<InboundListener> {
+  const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+  const server = new SMTPServer({
+    name: 'mailroom-inbound',
+    banner: 'Mailroom accepts bounces and complaint reports here',
+    authOptional: true,
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    size: maxBytes,
+    maxClients: options.maxClients ?? 20,
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        if ((stream as unknown as { sizeExceeded?: boolean }).sizeExceeded) {
+          return callback(Object.assign(new Error(`Message exceeds the limit of ${maxBytes} bytes`), { responseCode: 552 }));
+        }
+        const recipients = session.envelope.rcptTo.map((a: SMTPServerAddress) => a.address);
+        receive(store, logger, Buffer.concat(chunks), recipients).then(
+          () => callback(),
+          (err) => {
+            logger.warn({ err }, 'an inbound report could not be recorded now; the sender will try again');
+            callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
+          },
+        );
+      });
+    },
+  });
+  server.on('error', (err) => logger.warn({ err }, 'inbound SMTP connection error'));
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const port = (server.server.address() as AddressInfo).port;
+  logger.info({ port, host: options.host }, 'inbound SMTP listener started');
+  return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** Reads one message and records what it reports; rejects only when the database is away. */
+async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<void> {
+  let report: Report;
+  try {
+    report = await readReport(raw, recipients);
+  } catch (err) {
+    logger.info({ err, bytes: raw.length }, 'inbound mail ignored: it could not be parsed');
+    return;
+  }
+  if (report.kind === 'other') return void logger.info({ why: report.why }, 'inbound mail ignored: not a report');
+  if (!report.emailId) return void logger.info({ kind: report.kind }, 'inbound report ignored: it names no email');
+  try {
+    const outcome = await record(store, report, report.emailId);
+    logger.info({ kind: report.kind, emailId: report.emailId, outcome }, 'inbound report');
+  } catch (err) {
+    if (isUnavailable(err)) throw err;
+    logger.error({ err, emailId: report.emailId }, 'inbound report dropped: recording it failed');
+  }
+}
+
+function record(store: Store, report: Exclude<Report, { kind: 'other' }>, emailId: string): Promise<ReportOutcome | 'nothing to record'> {
+  const now = new Date();
+  if (report.kind === 'complaint') return store.reports.apply(emailId, complained(report.feedbackType, report.addresses), now);
+  const failed = report.recipients.filter((r) => r.action === 'failed');
+  if (failed.length > 0) {
+    const permanent = failed.filter((r) => bounceType(statusOf(r)) === 'Permanent');
+    return store.reports.apply(emailId, bounced(bounceOf(failed), permanent.flatMap((r) => r.address ?? [])), now);
+  }
+  const late = report.recipients.find((r) => r.action === 'delayed');
+  if (late) return store.reports.apply(emailId, delayed((late.diagnostic ?? `Delivery delayed (status ${statusOf(late) ?? 'unknown'})`).slice(0, 1000)), now);
+  if (report.recipients.some((r) => ['delivered', 'relayed', 'expanded'].includes(r.action))) return store.reports.apply(emailId, delivered(), now);
+  return Promise.resolve('nothing to record');
+}
+
+/** A DSN's failed recipients as one bounce: Permanent if any failed for good (5.x.x), else Transient (4.x.x), else Undetermined. */
+function bounceOf(failed: DsnRecipient[]): Bounce {
+  const statuses = failed.map(statusOf);
+  const type = statuses.some((s) => bounceType(s) === 'Permanent') ? 'Permanent' : statuses.some((s) => bounceType(s) === 'Transient') ? 'Transient' : 'Undetermined';
+  const first = failed.find((r) => bounceType(statusOf(r)) === type) ?? failed[0]!;
+  const diagnostics = failed.map((r) => (r.diagnostic ?? `status ${statusOf(r) ?? 'unknown'}`).slice(0, 1000));
+  return {
+    type,
+    subType: type === 'Undetermined' ? 'Undetermined' : bounceSubType(statusOf(first)),
+    message: `The message could not be delivered to ${first.address ?? 'a recipient'}: ${diagnostics[failed.indexOf(first)]}`.slice(0, 1000),
+    diagnosticCode: diagnostics.slice(0, 100),
+  };
+}
+
+/** A recipient's status: its Status field, else a code in its diagnostic. */
+const statusOf = (r: DsnRecipient) => (r.status && statusIn(r.status)) ?? (r.diagnostic ? statusIn(r.diagnostic) : undefined);

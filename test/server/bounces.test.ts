@@ -1,0 +1,262 @@
+// Bounces and complaints end to end: messages leave through a real SMTP server on 127.0.0.1 with a
+// VERP return path and DSN parameters; delivery status notifications (RFC 3464) and complaint reports
+// (ARF, RFC 5965), written here as raw RFC 5322 text the way an MTA writes them, are sent with
+// nodemailer to the inbound listener; the email's events, last_event and the suppression list follow.
+// A relay's synchronous 5xx is a Permanent bounce too. Junk mail is accepted and changes nothing.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTransport } from 'nodemailer';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { smtpTransport } from '../../server/delivery/transport.ts';
+import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
+import { backends } from '../support/backends.ts';
+import { startServerProcess } from '../support/process.ts';
+import { arf, dsn } from '../support/reports.ts';
+import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
+import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { eventually } from './faults.ts';
+
+const quiet = pino({ level: 'silent' });
+const BOUNCE_DOMAIN = 'bounces.mailroom.test';
+
+describe.each(backends)('bounces and complaints on %s', (backend) => {
+  let server: TestServer;
+  let sink: SmtpSink;
+  let inbound: InboundListener;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    sink = await startSmtpSink();
+    inbound = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await inbound.close();
+    await sink.close();
+    await server.close();
+  });
+
+  /** Mail to the inbound listener, as a remote MTA sends it: from the null return path. */
+  async function report(raw: string, to: string) {
+    const transport = createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
+    try {
+      return await transport.sendMail({ envelope: { from: '', to: [to] }, raw });
+    } finally {
+      transport.close();
+    }
+  }
+  /** Sends one email through a worker with a bounce domain; returns its id once the relay took it. */
+  async function sent(fields: Record<string, unknown>, bounceDomain: string | null = BOUNCE_DOMAIN): Promise<string> {
+    const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'Acme <team@acme.dev>', subject: 'Hello', text: 'Hi', ...fields }) });
+    expect(res.status).toBe(200);
+    const { id } = await res.json();
+    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: bounceDomain ?? undefined });
+    try {
+      await worker.runOnce();
+    } finally {
+      await worker.stop();
+    }
+    return id;
+  }
+  const email = async (id: string) => (await server.store.emails.find(id))!;
+  const eventsOf = async (id: string) => (await server.store.events.forEmail(id)).map((e) => ({ type: e.type, data: e.data === null ? null : JSON.parse(e.data) }));
+  const suppression = async (address: string) => (await server.request(`/suppressions/${encodeURIComponent(address)}`)).json();
+  const received = (id: string) => sink.received.find((r) => r.mail.messageId === `<${id}@acme.dev>`)!;
+  /** The events a send records itself (`email.sent`, or none before sends recorded events): bounces come after them. */
+  const afterSend = async (id: string) => (await eventsOf(id)).length;
+
+  it('sends with a VERP return path naming the email, and DSN parameters on MAIL FROM and RCPT TO', async () => {
+    const one = await sent({ to: `verp.${backend}@example.com` });
+    const got = received(one);
+    expect(got.envelope.from).toBe(`bounces+${one}@${BOUNCE_DOMAIN}`);
+    expect(got.envelope.dsn).toMatchObject({ ret: 'HDRS', envid: one });
+    expect(got.envelope.rcptDsn).toEqual([{ notify: ['FAILURE', 'DELAY'], orcpt: `rfc822;verp.${backend}@example.com` }]);
+    expect(got.mail.from?.value[0]?.address).toBe('team@acme.dev');
+
+    // ORCPT names one recipient, so an email to several carries NOTIFY alone.
+    const two = await sent({ to: [`a.${backend}@example.com`, `b.${backend}@example.com`] });
+    expect(received(two).envelope.rcptDsn).toEqual([{ notify: ['FAILURE', 'DELAY'] }, { notify: ['FAILURE', 'DELAY'] }]);
+
+    const plain = await sent({ to: `plain.${backend}@example.com` }, null);
+    expect(received(plain).envelope.from).toBe('team@acme.dev');
+    expect(received(plain).envelope.dsn?.envid ?? null).toBeNull();
+  });
+
+  it('records a Permanent bounce sent to the VERP address, suppresses the address, and records it once', async () => {
+    const address = `Gone.${backend}@Example.com`;
+    const id = await sent({ to: address });
+    const before = await afterSend(id);
+    const message = dsn({ recipients: [{ address: address.toLowerCase(), action: 'failed', status: '5.1.1', diagnostic: `550 5.1.1 <${address.toLowerCase()}>: Recipient address rejected: User unknown` }] });
+    await report(message, `bounces+${id}@${BOUNCE_DOMAIN}`);
+    expect((await email(id)).last_event).toBe('bounced');
+    const events = await eventsOf(id);
+    expect(events.slice(before)).toEqual([
+      {
+        type: 'email.bounced',
+        data: {
+          bounce: {
+            type: 'Permanent',
+            subType: 'NoEmail',
+            message: expect.stringContaining('User unknown'),
+            diagnosticCode: [`smtp; 550 5.1.1 <${address.toLowerCase()}>: Recipient address rejected: User unknown`],
+          },
+        },
+      },
+    ]);
+    expect(await suppression(address)).toMatchObject({ object: 'suppression', email: address, origin: 'bounce', source_id: id });
+
+    // The same DSN again (a sender that retried), then a Transient one: nothing new.
+    await report(message, `bounces+${id}@${BOUNCE_DOMAIN}`);
+    await report(dsn({ emailId: id, recipients: [{ address, action: 'failed', status: '4.2.2' }] }), 'postmaster@acme.dev');
+    expect(await eventsOf(id)).toHaveLength(events.length);
+    const list = await (await server.request('/suppressions?origin=bounce')).json();
+    expect(list.data.filter((s: { email: string }) => s.email.toLowerCase() === address.toLowerCase())).toHaveLength(1);
+  });
+
+  it('records a Transient bounce found by Original-Envelope-Id, and suppresses nothing', async () => {
+    const address = `full.${backend}@example.com`;
+    const id = await sent({ to: address });
+    const before = await afterSend(id);
+    await report(dsn({ envelopeId: id, recipients: [{ address, action: 'failed', status: '4.2.2', diagnostic: '452 4.2.2 Mailbox full' }] }), 'postmaster@acme.dev');
+    expect((await email(id)).last_event).toBe('bounced');
+    expect((await eventsOf(id)).slice(before)).toEqual([
+      { type: 'email.bounced', data: { bounce: { type: 'Transient', subType: 'MailboxFull', message: expect.any(String), diagnosticCode: ['smtp; 452 4.2.2 Mailbox full'] } } },
+    ]);
+    expect(await suppression(address)).toMatchObject({ name: 'not_found' });
+  });
+
+  it('records a delay found by the returned Message-ID without sending again, then the delivery', async () => {
+    const address = `slow.${backend}@example.com`;
+    const id = await sent({ to: address });
+    const before = await afterSend(id);
+    const copies = () => sink.received.filter((r) => r.mail.messageId === `<${id}@acme.dev>`).length;
+    await report(dsn({ emailId: id, recipients: [{ address, action: 'delayed', status: '4.4.7', diagnostic: '421 4.4.7 Connection timed out' }] }), 'bounces@acme.dev');
+    expect((await email(id)).last_event).toBe('delivery_delayed');
+    // The relay holds the message and retries it: the outbox must not send it again.
+    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
+    try {
+      await worker.runOnce(new Date(Date.now() + 24 * 3600_000));
+    } finally {
+      await worker.stop();
+    }
+    expect(copies()).toBe(1);
+    await report(dsn({ emailId: id, recipients: [{ address, action: 'delivered', status: '2.0.0', diagnostic: '250 2.0.0 Ok: queued as 4A1B2C' }] }), 'bounces@acme.dev');
+    expect((await email(id)).last_event).toBe('delivered');
+    expect((await eventsOf(id)).slice(before)).toEqual([
+      { type: 'email.delivery_delayed', data: { reason: 'smtp; 421 4.4.7 Connection timed out' } },
+      { type: 'email.delivered', data: null },
+    ]);
+  });
+
+  it('records a complaint found by the original Message-ID or the return path, and suppresses the complainer', async () => {
+    const address = `Angry.${backend}@example.com`;
+    const id = await sent({ to: address });
+    const before = await afterSend(id);
+    await report(arf({ emailId: id, to: address }), 'abuse@acme.dev');
+    expect((await email(id)).last_event).toBe('complained');
+    expect((await eventsOf(id)).slice(before)).toEqual([{ type: 'email.complained', data: { complaint: { feedbackType: 'abuse' } } }]);
+    expect(await suppression(address.toUpperCase())).toMatchObject({ email: address, origin: 'complaint', source_id: id });
+    await report(arf({ emailId: id, to: address }), 'abuse@acme.dev');
+    expect(await eventsOf(id)).toHaveLength(before + 1);
+
+    // Without a Message-ID, the VERP return path the original carried names it; Original-Rcpt-To names who complained.
+    const other = `calm.${backend}@example.com`;
+    const second = await sent({ to: [`cc.${backend}@example.com`, other] });
+    await report(arf({ returnPath: `bounces+${second}@${BOUNCE_DOMAIN}`, rcptTo: other.toUpperCase(), to: other }), 'fbl@acme.dev');
+    expect((await email(second)).last_event).toBe('complained');
+    expect(await suppression(other)).toMatchObject({ origin: 'complaint', source_id: second });
+    expect(await suppression(`cc.${backend}@example.com`)).toMatchObject({ name: 'not_found' });
+  });
+
+  it('bounces an email the relay refuses with a 5xx, suppressing its recipients', async () => {
+    sink.refuse = () => 550;
+    try {
+      const id = await sent({ to: [`refused.${backend}@example.com`, `Also.${backend}@example.com`] });
+      expect((await email(id)).last_event).toBe('bounced');
+      const [bounce] = await eventsOf(id);
+      expect(bounce).toEqual({ type: 'email.bounced', data: { bounce: { type: 'Permanent', subType: 'General', message: expect.stringContaining('550'), diagnosticCode: [expect.stringMatching(/^smtp; 550/), expect.stringMatching(/^smtp; 550/)] } } });
+      expect(await suppression(`refused.${backend}@example.com`)).toMatchObject({ origin: 'bounce', source_id: id });
+      expect(await suppression(`also.${backend}@example.com`)).toMatchObject({ email: `Also.${backend}@example.com`, origin: 'bounce' });
+    } finally {
+      sink.refuse = () => undefined;
+    }
+  });
+
+  it('sends to the recipients a relay takes, and bounces and suppresses the one it refuses at RCPT TO', async () => {
+    const refused = `nouser.${backend}@example.com`;
+    sink.refuseRecipient = (address) => (address === refused ? 550 : undefined);
+    try {
+      const id = await sent({ to: [refused, `fine.${backend}@example.com`] });
+      expect(received(id).envelope.to).toEqual([`fine.${backend}@example.com`]);
+      expect((await email(id)).last_event).toBe('bounced');
+      const events = await eventsOf(id);
+      expect(events.at(-1)).toEqual({ type: 'email.bounced', data: { bounce: expect.objectContaining({ type: 'Permanent', subType: 'NoEmail', diagnosticCode: [expect.stringContaining('5.1.1')] }) } });
+      expect(await suppression(refused)).toMatchObject({ origin: 'bounce', source_id: id });
+      expect(await suppression(`fine.${backend}@example.com`)).toMatchObject({ name: 'not_found' });
+    } finally {
+      sink.refuseRecipient = () => undefined;
+    }
+  });
+
+  it('accepts junk and reports about nothing of ours, and changes nothing', async () => {
+    const id = await sent({ to: `bystander.${backend}@example.com` });
+    const events = await eventsOf(id);
+    const suppressions = (await (await server.request('/suppressions')).json()).data.length;
+    const junk = [
+      'From: someone@example.net\r\nTo: bounces@acme.dev\r\nSubject: Out of office\r\n\r\nI am away until Monday.\r\n',
+      dsn({ emailId: crypto.randomUUID(), recipients: [{ address: `bystander.${backend}@example.com`, action: 'failed', status: '5.1.1' }] }),
+      dsn({ recipients: [{ address: `bystander.${backend}@example.com`, action: 'failed', status: '5.1.1' }] }),
+      arf({ to: `bystander.${backend}@example.com` }),
+      'Content-Type: multipart/report; report-type=delivery-status; boundary="x"\r\n\r\n--x\r\nContent-Type: text/plain\r\n\r\nno status part\r\n--x--\r\n',
+      `Content-Type: multipart/report; report-type=delivery-status; boundary="y"\r\n\r\n--y\r\nContent-Type: message/delivery-status\r\n\r\n${'\u0000garbage: \r\n'.repeat(50)}\r\n--y--\r\n`,
+      '\u0000\u0001 not a message at all',
+    ];
+    for (const raw of junk) expect((await report(raw, 'bounces@acme.dev')).accepted).toEqual(['bounces@acme.dev']);
+    // Addressed to a VERP address with a bad id, too.
+    expect((await report(junk[0]!, `bounces+not-an-id@${BOUNCE_DOMAIN}`)).accepted).toHaveLength(1);
+    expect(await eventsOf(id)).toEqual(events);
+    expect((await (await server.request('/suppressions')).json()).data).toHaveLength(suppressions);
+  });
+
+  it('refuses a message over the size limit with 552', async () => {
+    const small = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1', maxBytes: 2000 });
+    const transport = createTransport({ host: '127.0.0.1', port: small.port, secure: false, ignoreTLS: true });
+    try {
+      await expect(transport.sendMail({ envelope: { from: '', to: ['bounces@acme.dev'] }, raw: `Subject: big\r\n\r\n${'x'.repeat(5000)}\r\n` })).rejects.toMatchObject({ responseCode: 552 });
+    } finally {
+      transport.close();
+      await small.close();
+    }
+  });
+});
+
+describe('the built server', () => {
+  it('runs the inbound listener beside its delivery thread: a bounce for an email it sent reaches the email and the suppression list', async () => {
+    const sink = await startSmtpSink();
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bounces-'));
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const inboundPort = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const server = await startServerProcess({ DATA_DIR: dataDir, SMTP_URL: sink.url, BOUNCE_DOMAIN, INBOUND_SMTP_PORT: String(inboundPort) });
+    const api = (path: string, init: RequestInit = {}) => fetch(server.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' } });
+    try {
+      const { id } = await (await api('/emails', { method: 'POST', body: JSON.stringify({ from: 'team@acme.dev', to: 'nobody@example.com', subject: 'Hi', text: 'Hi' }) })).json();
+      await sink.waitFor(1);
+      expect(sink.received[0]!.envelope.from).toBe(`bounces+${id}@${BOUNCE_DOMAIN}`);
+      const transport = createTransport({ host: '127.0.0.1', port: inboundPort, secure: false, ignoreTLS: true });
+      await transport.sendMail({ envelope: { from: '', to: [`bounces+${id}@${BOUNCE_DOMAIN}`] }, raw: dsn({ recipients: [{ address: 'nobody@example.com', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }] }) });
+      transport.close();
+      await eventually(async () => (await (await api(`/emails/${id}`)).json()).last_event === 'bounced', 'the email bounced');
+      expect(await (await api('/suppressions/nobody@example.com')).json()).toMatchObject({ origin: 'bounce', source_id: id });
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await sink.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
