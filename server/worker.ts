@@ -1,6 +1,7 @@
-// The delivery worker, with the broadcast fan-out in a loop beside it: `npm run worker` runs them as a
+// The delivery worker, with the broadcast fan-out and the webhook outbox in loops beside it: `npm run worker` runs them as a
 // process (start any number of them on PostgreSQL), and `npm start` runs them in a thread beside the
-// HTTP server, so that building messages and writing a broadcast's emails never hold up a request.
+// HTTP server, so that building messages, writing a broadcast's emails and posting webhooks never
+// hold up a request.
 // Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
@@ -10,6 +11,7 @@ import { loadConfig, warnOfPlainHttp, type Config } from './config.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { openStore } from './store/index.ts';
+import { WebhookDispatcher } from './webhooks/dispatch.ts';
 
 const config = configOrExit();
 const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false })).child({ role: 'delivery' });
@@ -25,8 +27,10 @@ const store = await openStore(config, logger);
 const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
 const worker = new DeliveryWorker(store, config.smtpUrl ? smtpTransport(config.smtpUrl) : captureTransport(), logger, config.delivery, links);
 const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
+const webhooks = new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
 worker.start();
 fanout.start();
+webhooks.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
 function configOrExit(): Config {
@@ -43,7 +47,7 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
-  await Promise.all([worker.stop(), fanout.stop()]);
+  await Promise.all([worker.stop(), fanout.stop(), webhooks.stop()]);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

@@ -15,6 +15,8 @@ import { SettingStore } from './settings.ts';
 import { SegmentStore } from './segments.ts';
 import { TemplateStore } from './templates.ts';
 import { TopicStore } from './topics.ts';
+import { WebhookDeliveryStore } from './webhookDeliveries.ts';
+import { WebhookStore } from './webhooks.ts';
 
 export interface Store {
   database: Database;
@@ -35,6 +37,9 @@ export interface Store {
   /** A broadcast's recipients at delivery, and their unsubscribe links' changes. */
   recipients: RecipientStore;
   settings: SettingStore;
+  webhooks: WebhookStore;
+  /** The webhook outbox: deliveries claimed, recorded, and webhooks disabled when they keep failing. */
+  webhookDeliveries: WebhookDeliveryStore;
   /**
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
@@ -65,6 +70,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     metrics: new MetricsStore(database.db),
     recipients: new RecipientStore(database.db),
     settings: new SettingStore(database.db),
+    webhooks: new WebhookStore(database.db, database.dialect),
+    webhookDeliveries: new WebhookDeliveryStore(database.db, database.dialect),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
