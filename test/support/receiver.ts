@@ -99,10 +99,10 @@ export function emailEvent(type: Extract<EventType, `email.${string}`>, email: E
 }
 
 /** Waits until `done` holds, checking every 20 ms; fails with `what` after `ms`. */
-export async function until(done: () => boolean | Promise<boolean>, what: string | (() => string), ms = 20_000): Promise<void> {
+export async function until(done: () => boolean | Promise<boolean>, what: string | (() => string | Promise<string>), ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`still waiting after ${ms} ms: ${typeof what === 'string' ? what : what()}`);
+    if (Date.now() > deadline) throw new Error(`still waiting after ${ms} ms: ${typeof what === 'string' ? what : await what()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
