@@ -3,10 +3,13 @@
 // `webhooks` section says; failures (an error status, a closed port, no answer) are retried with the
 // same svix-id until the receiver takes them; a webhook that keeps failing is disabled; disabled
 // webhooks and types not asked for get nothing; and non-public addresses are not posted to.
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../../server/contract.ts';
+import { nonPublicKind } from '../../server/webhooks/address.ts';
 import { publicOnlyLookup } from '../../server/webhooks/endpoint.ts';
 import { DEFAULT_WEBHOOKS, WebhookDispatcher, type WebhookOptions } from '../../server/webhooks/dispatch.ts';
 import { backends } from '../support/backends.ts';
@@ -17,6 +20,9 @@ const compile = schemaCompiler(loadSpec());
 const schemaName = (type: string) => `WebhookEvent${type.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`;
 /** Fast retries for tests: 4 attempts, 50 ms apart. */
 const QUICK: WebhookOptions = { ...DEFAULT_WEBHOOKS, allowPrivate: true, retryScheduleMs: [50, 50, 50], timeoutMs: 2_000, leaseMs: 5_000, idleMs: 20 };
+// The machine's own name resolves to one of its addresses, which in a container or on a laptop is not a public one.
+const ownName = hostname();
+const ownAddresses = await lookup(ownName, { all: true }).catch(() => []);
 const BOUNCE = { bounce: { type: 'Permanent', subType: 'NoEmail', message: 'No such user', diagnosticCode: ['smtp; 550 5.1.1 user unknown'] } };
 
 describe.each(backends)('webhook deliveries on %s', (backend) => {
@@ -221,6 +227,29 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     const refused = await new Promise<NodeJS.ErrnoException | null>((resolve) => publicOnlyLookup('localhost', { all: true }, (error) => resolve(error)));
     expect(refused?.code).toBe('ENOTPUBLIC');
     expect(refused?.message).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), a loopback address/);
+  });
+
+  it('does not follow a redirect: a 3xx is a failed attempt, tried again', async () => {
+    const inbox = await receiver((_, seen) => (seen === 0 ? 301 : 200));
+    const { id } = await webhook(inbox.url, ['email.sent']);
+    const email = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
+    dispatch({ retryScheduleMs: [60_000] });
+    await until(async () => (await deliveries(id))[0]?.last_status === 301, 'the redirect recorded');
+    expect((await deliveries(id))[0]).toMatchObject({ state: 'pending', attempts: 1, last_error: 'HTTP 301: refused with 301' });
+    expect(inbox.received).toHaveLength(1);
+  });
+
+  it.runIf(ownAddresses.length > 0 && ownAddresses.every((a) => nonPublicKind(a.address)))(`resolves a host name at delivery and does not connect when it is not public (${ownName})`, async () => {
+    const inbox = await receiver();
+    // https: the lookup refuses before any TLS is spoken, so the plain receiver is never reached either way.
+    const { id } = await webhook(`https://${ownName}:${inbox.port}/hooks`, ['email.sent']);
+    const email = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
+    dispatch({ allowPrivate: false, retryScheduleMs: [60_000] });
+    await until(async () => Boolean((await deliveries(id))[0]?.last_error), 'one attempt recorded');
+    expect((await deliveries(id))[0]!.last_error).toMatch(new RegExp(`^${ownName} resolves to .*: not connecting$`));
+    expect(inbox.received).toHaveLength(0);
   });
 
   it('delivers 300 events over bounded concurrency, each exactly once when the receiver takes each', async () => {

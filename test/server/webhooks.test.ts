@@ -114,6 +114,9 @@ describe.each(backends)('webhooks on %s', (backend) => {
       expect(await res.json()).toEqual({ statusCode: 404, name: 'not_found', message: 'Webhook not found' });
     }
     expect((await (await server.request('/webhooks')).json()).data.map((w: { id: string }) => w.id)).not.toContain(id);
+    // The id of something else is no webhook either.
+    const contact = await (await server.request('/contacts', { method: 'POST', ...json({ email: `hook-${backend}@example.com` }) })).json();
+    expect((await server.request(`/webhooks/${contact.id}`)).status).toBe(404);
   });
 
   it.each([
