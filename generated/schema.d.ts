@@ -805,6 +805,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhooks
+         * @description Lists webhooks newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`; signing secrets are left out.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook
+         * @description Registers an endpoint of yours to receive the events it names, each signed with the secret returned here.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a webhook
+         * @description Returns one webhook with its signing secret, and why the server disabled it when it did.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description Deletes a webhook and the deliveries still owed to it.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a webhook
+         * @description Changes a webhook's endpoint, the events it receives, or whether it is enabled; enabling it again clears the reason it was disabled.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -826,7 +884,228 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "email.sent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email sent
+         * @description Sent when a relay accepted the email for delivery; the relay is not the recipient, so this is not yet `email.delivered`.
+         */
+        post: operations["emailSentEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email delivered
+         * @description Sent when the email reached the recipient's mail server, as a delivery status notification reports, or at once where the transport is the final destination.
+         */
+        post: operations["emailDeliveredEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.delivery_delayed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email delivery delayed
+         * @description Sent when a temporary failure put the email back in the outbox to be tried again; `data.reason` says what failed.
+         */
+        post: operations["emailDeliveryDelayedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.bounced": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email bounced
+         * @description Sent when the recipient's mail server refused the email, as a delivery status notification or the relay's permanent refusal says; `data.bounce` says how.
+         */
+        post: operations["emailBouncedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.complained": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email complained
+         * @description Sent when the recipient marked the email as spam, as a complaint report (ARF) says.
+         */
+        post: operations["emailComplainedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email failed
+         * @description Sent when delivery was given up; `data.failed.reason` says why.
+         */
+        post: operations["emailFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.suppressed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email suppressed
+         * @description Sent when the email was not sent because its recipient is on the suppression list.
+         */
+        post: operations["emailSuppressedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "email.canceled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email canceled
+         * @description Sent when the email was withdrawn before it went out (its broadcast was canceled, or its contact left the list first); Resend has no such event.
+         */
+        post: operations["emailCanceledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Contact created
+         * @description Sent when a contact was created; `data` is the contact as created.
+         */
+        post: operations["contactCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Contact updated
+         * @description Sent when a contact was changed; `data` is the contact after the change.
+         */
+        post: operations["contactUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "contact.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Contact deleted
+         * @description Sent when a contact was deleted; `data` is the contact as it was.
+         */
+        post: operations["contactDeletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -1889,6 +2168,337 @@ export interface components {
         };
         /** @description A small self-contained HTML page, in English. */
         UnsubscribeHtml: string;
+        /**
+         * Format: uri
+         * @description An https URL whose host is a public address, without a user name or password. Plain http,
+         *     `localhost`, and loopback, private, link-local, unique-local, shared (CGNAT), multicast,
+         *     reserved and unspecified addresses, in any spelling, are refused, unless the server sets
+         *     `WEBHOOK_ALLOW_PRIVATE=true`. A host name is resolved at every delivery, and not connected
+         *     to when any of its addresses is one of those.
+         * @example https://hooks.acme.dev/mailroom
+         */
+        WebhookEndpoint: string;
+        /**
+         * @description An event a webhook can receive, by Resend's name; `email.canceled` is Mailroom's own, for an
+         *     email withdrawn before it went out.
+         * @enum {string}
+         */
+        WebhookEventType: "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted";
+        /**
+         * @description The events the webhook receives, each at most once.
+         * @example [
+         *       "email.sent",
+         *       "email.delivered",
+         *       "email.bounced"
+         *     ]
+         */
+        WebhookEventTypes: components["schemas"]["WebhookEventType"][];
+        /**
+         * @description `enabled` webhooks receive their events; `disabled` ones receive nothing, and events meanwhile are not kept for them.
+         * @enum {string}
+         */
+        WebhookStatus: "enabled" | "disabled";
+        /**
+         * @description `whsec_` and 32 random bytes in base64: the key of every delivery's signature.
+         * @example whsec_3kfgzWOrHLdJp2hH4W4aFh0qvTQ97LnuX8Fkwd+x4cU=
+         */
+        WebhookSigningSecret: string;
+        /** @description A delivery's id. */
+        WebhookMessageId: string;
+        /** @description Seconds since 1970. */
+        WebhookTimestamp: string;
+        /** @description A Standard Webhooks signature. */
+        WebhookSignature: string;
+        /** @description An endpoint of yours that receives the events it asked for. */
+        Webhook: {
+            /**
+             * @description Always `webhook`.
+             * @constant
+             */
+            object: "webhook";
+            id: components["schemas"]["Uuid"];
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            events: components["schemas"]["WebhookEventTypes"];
+            status: components["schemas"]["WebhookStatus"];
+            /** @description Why the server disabled the webhook (its deliveries kept failing), or null. */
+            status_reason: components["schemas"]["WebhookStatusReason"] | null;
+            created_at: components["schemas"]["Timestamp"];
+            signing_secret: components["schemas"]["WebhookSigningSecret"];
+        };
+        /** @description What made the server disable the webhook, for a person to read. */
+        WebhookStatusReason: string;
+        /** @description A webhook as lists show it, without its signing secret. */
+        WebhookSummary: {
+            /**
+             * @description Always `webhook`.
+             * @constant
+             */
+            object: "webhook";
+            id: components["schemas"]["Uuid"];
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            events: components["schemas"]["WebhookEventTypes"];
+            status: components["schemas"]["WebhookStatus"];
+            /** @description Why the server disabled the webhook, or null. */
+            status_reason: components["schemas"]["WebhookStatusReason"] | null;
+            created_at: components["schemas"]["Timestamp"];
+        };
+        /** @description A list of webhooks, newest first. */
+        WebhookList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more webhooks lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The webhooks, at most `limit` of them. */
+            data: components["schemas"]["WebhookSummary"][];
+        };
+        /** @description The new webhook's id and signing secret. */
+        CreatedWebhook: {
+            /**
+             * @description Always `webhook`.
+             * @constant
+             */
+            object: "webhook";
+            id: components["schemas"]["Uuid"];
+            signing_secret: components["schemas"]["WebhookSigningSecret"];
+        };
+        /** @description The id of a webhook that was changed. */
+        WebhookRef: {
+            /**
+             * @description Always `webhook`.
+             * @constant
+             */
+            object: "webhook";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a webhook was deleted. */
+        DeletedWebhook: {
+            /**
+             * @description Always `webhook`.
+             * @constant
+             */
+            object: "webhook";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description A new webhook, enabled at once. */
+        CreateWebhookRequest: {
+            endpoint: components["schemas"]["WebhookEndpoint"];
+            events: components["schemas"]["WebhookEventTypes"];
+        };
+        /** @description What to change; fields left out keep their values. */
+        UpdateWebhookRequest: {
+            endpoint?: components["schemas"]["WebhookEndpoint"];
+            events?: components["schemas"]["WebhookEventTypes"];
+            status?: components["schemas"]["WebhookStatus"];
+        };
+        /** @description The email an event is about, as it was accepted. */
+        WebhookEventEmailData: {
+            email_id: components["schemas"]["Uuid"];
+            created_at: components["schemas"]["Timestamp"];
+            from: components["schemas"]["Mailbox"];
+            to: components["schemas"]["MailboxList"];
+            /** @description The subject as accepted; a broadcast's keeps its placeholders. */
+            subject: string;
+            broadcast_id?: components["schemas"]["Uuid"];
+            /** @description The `Message-ID` the message went out with, once it was built. */
+            message_id?: string;
+            /** @description The email's tags, each name with its value. */
+            tags?: {
+                [key: string]: string;
+            };
+            /** @description The custom headers the email was sent with. */
+            headers?: {
+                /** @description The header's name. */
+                name: string;
+                /** @description The header's value. */
+                value: string;
+            }[];
+        };
+        /** @description How the email bounced. */
+        WebhookEventBounce: {
+            /**
+             * @description `Permanent` bounces put the address on the suppression list.
+             * @enum {string}
+             */
+            type: "Permanent" | "Transient" | "Undetermined";
+            /**
+             * @description What kind of refusal it was.
+             * @enum {string}
+             */
+            subType: "General" | "NoEmail" | "MailboxFull" | "MessageTooLarge" | "ContentRejected" | "Undetermined";
+            /** @description The refusal, for a person to read. */
+            message: string;
+            /** @description The receiving server's diagnostic codes, such as `smtp; 550 5.1.1 user unknown`. */
+            diagnosticCode: string[];
+        };
+        /** @description The complaint, as its report gave it. */
+        WebhookEventComplaint: {
+            /** @description The report's feedback type, such as `abuse`. */
+            feedbackType?: string;
+        };
+        /** @description Why delivery was given up. */
+        WebhookEventFailure: {
+            /** @description The last error, for a person to read. */
+            reason: string;
+        };
+        /** @description Why the email was not sent. */
+        WebhookEventSuppression: {
+            /**
+             * @description Always `OnAccountSuppressionList`.
+             * @constant
+             */
+            type: "OnAccountSuppressionList";
+            /**
+             * @description How the address came onto the suppression list.
+             * @enum {string}
+             */
+            reason: "previous_bounce" | "previous_complaint" | "manual";
+            /** @description The suppression, for a person to read. */
+            message: string;
+            /** @description Empty. */
+            diagnosticCode: string[];
+        };
+        /** @description The contact an event is about. */
+        WebhookEventContactData: {
+            id: components["schemas"]["Uuid"];
+            email: components["schemas"]["EmailAddress"];
+            /** @description The contact's first name, or null. */
+            first_name: string | null;
+            /** @description The contact's last name, or null. */
+            last_name: string | null;
+            /** @description Whether the contact is unsubscribed from every broadcast. */
+            unsubscribed: boolean;
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+        };
+        /** @description The body of an `email.sent` delivery. */
+        WebhookEventEmailSent: {
+            /**
+             * @description Always `email.sent`.
+             * @constant
+             */
+            type: "email.sent";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"];
+        };
+        /** @description The body of an `email.delivered` delivery. */
+        WebhookEventEmailDelivered: {
+            /**
+             * @description Always `email.delivered`.
+             * @constant
+             */
+            type: "email.delivered";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"];
+        };
+        /** @description The body of an `email.delivery_delayed` delivery. */
+        WebhookEventEmailDeliveryDelayed: {
+            /**
+             * @description Always `email.delivery_delayed`.
+             * @constant
+             */
+            type: "email.delivery_delayed";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"] & {
+                /** @description What failed this time; the email is tried again. */
+                reason: string;
+            };
+        };
+        /** @description The body of an `email.bounced` delivery. */
+        WebhookEventEmailBounced: {
+            /**
+             * @description Always `email.bounced`.
+             * @constant
+             */
+            type: "email.bounced";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"] & {
+                bounce: components["schemas"]["WebhookEventBounce"];
+            };
+        };
+        /** @description The body of an `email.complained` delivery. */
+        WebhookEventEmailComplained: {
+            /**
+             * @description Always `email.complained`.
+             * @constant
+             */
+            type: "email.complained";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"] & {
+                complaint: components["schemas"]["WebhookEventComplaint"];
+            };
+        };
+        /** @description The body of an `email.failed` delivery. */
+        WebhookEventEmailFailed: {
+            /**
+             * @description Always `email.failed`.
+             * @constant
+             */
+            type: "email.failed";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"] & {
+                failed: components["schemas"]["WebhookEventFailure"];
+            };
+        };
+        /** @description The body of an `email.suppressed` delivery. */
+        WebhookEventEmailSuppressed: {
+            /**
+             * @description Always `email.suppressed`.
+             * @constant
+             */
+            type: "email.suppressed";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"] & {
+                suppressed: components["schemas"]["WebhookEventSuppression"];
+            };
+        };
+        /** @description The body of an `email.canceled` delivery. */
+        WebhookEventEmailCanceled: {
+            /**
+             * @description Always `email.canceled`.
+             * @constant
+             */
+            type: "email.canceled";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"];
+        };
+        /** @description The body of a `contact.created` delivery. */
+        WebhookEventContactCreated: {
+            /**
+             * @description Always `contact.created`.
+             * @constant
+             */
+            type: "contact.created";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventContactData"];
+        };
+        /** @description The body of a `contact.updated` delivery. */
+        WebhookEventContactUpdated: {
+            /**
+             * @description Always `contact.updated`.
+             * @constant
+             */
+            type: "contact.updated";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventContactData"];
+        };
+        /** @description The body of a `contact.deleted` delivery. */
+        WebhookEventContactDeleted: {
+            /**
+             * @description Always `contact.deleted`.
+             * @constant
+             */
+            type: "contact.deleted";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventContactData"];
+        };
         /** @description This process's state. */
         Health: {
             /**
@@ -2260,6 +2870,43 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description No webhook has this id. */
+        WebhookNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A field is missing or invalid, such as an endpoint that is not https or whose host is not a public address; the message names the rule. */
+        InvalidWebhook: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Any 2xx acknowledges the event. Anything else, a redirect included, or no answer within the
+         *     server's timeout (10 seconds unless `WEBHOOK_TIMEOUT_MS` says otherwise), is tried again with
+         *     the same `svix-id`: after 5 seconds, 5 minutes, 30 minutes, 2 hours, 5 hours, 10 hours and
+         *     10 hours, eight attempts in all. A webhook whose deliveries keep failing every attempt is
+         *     disabled, with the reason in its `status_reason`.
+         */
+        WebhookReceived: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description Too many requests with this API key; wait as `Retry-After` says. */
         TooManyRequests: {
             headers: {
@@ -2394,6 +3041,43 @@ export interface components {
          * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
          */
         UnsubscribeTokenPath: components["schemas"]["UnsubscribeToken"];
+        /**
+         * @description The webhook's id.
+         * @example 479e3145-dd38-476b-932c-529ceb705947
+         */
+        WebhookIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+         * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+         */
+        SvixIdHeader: components["schemas"]["WebhookMessageId"];
+        /**
+         * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+         * @example 1795255445
+         */
+        SvixTimestampHeader: components["schemas"]["WebhookTimestamp"];
+        /**
+         * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+         *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+         *     Resend SDK's `webhooks.verify` checks it.
+         * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+         */
+        SvixSignatureHeader: components["schemas"]["WebhookSignature"];
+        /**
+         * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+         * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+         */
+        WebhookIdHeader: components["schemas"]["WebhookMessageId"];
+        /**
+         * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+         * @example 1795255445
+         */
+        WebhookTimestampHeader: components["schemas"]["WebhookTimestamp"];
+        /**
+         * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+         * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+         */
+        WebhookSignatureHeader: components["schemas"]["WebhookSignature"];
     };
     requestBodies: never;
     headers: {
@@ -4581,6 +5265,201 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhooks, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The webhook was created; keep its signing secret to verify what it receives. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidWebhook"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedWebhook"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The webhook was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidWebhook"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -4602,6 +5481,545 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["UnexpectedError"];
+        };
+    };
+    emailSentEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailSent"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailDeliveredEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailDelivered"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailDeliveryDelayedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailDeliveryDelayed"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailBouncedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailBounced"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailComplainedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailComplained"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailFailed"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailSuppressedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailSuppressed"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    emailCanceledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailCanceled"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    contactCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventContactCreated"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    contactUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventContactUpdated"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    contactDeletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventContactDeleted"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
         };
     };
 }

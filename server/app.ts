@@ -42,12 +42,13 @@ import { templateRoutes } from './templates/routes.ts';
 import { topicRoutes } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
 import { unsubscribeForm, unsubscribeRoutes } from './unsubscribe/routes.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks'>;
   /** What unsubscribe links are made and checked with. */
   links: UnsubscribeLinks;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
@@ -90,6 +91,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use('/templates', templateRoutes(store));
   app.use('/suppressions', suppressionRoutes(store));
   app.use('/unsubscribe', unsubscribeRoutes(store, links.tokens));
+  app.use('/webhooks', webhookRoutes(store, config.webhooks));
   app.use(errorHandler(spec, logger));
   return app;
 }

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { DEFAULT_FANOUT, type FanoutOptions } from './broadcasts/fanout.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
+import { DEFAULT_WEBHOOKS, type WebhookOptions } from './webhooks/dispatch.ts';
 
 export interface Config {
   port: number;
@@ -60,6 +61,8 @@ export interface Config {
   unsubscribeSecret: string | undefined;
   /** The SMTP listener for bounces (DSNs) and complaints (ARF), where the delivery worker runs; unset, none. */
   inbound: { port: number; host: string } | undefined;
+  /** Webhook deliveries, which run wherever the delivery worker does, and the endpoints allowed. */
+  webhooks: WebhookOptions;
 }
 
 /** A configuration that cannot be used; its message has one line per bad variable. */
@@ -141,6 +144,26 @@ const environment = z.object({
     .transform(Number)
     .optional(),
   INBOUND_SMTP_HOST: z.string().default('127.0.0.1'),
+  WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
+  WEBHOOK_TIMEOUT_MS: whole(DEFAULT_WEBHOOKS.timeoutMs, 1, 600_000),
+  // Unset: a minute, or the timeout and half a minute more when that is longer.
+  WEBHOOK_LEASE_MS: z
+    .string()
+    .refine((value) => /^\d+$/.test(value) && Number(value) >= 1, 'must be a whole number of at least 1')
+    .transform(Number)
+    .optional(),
+  WEBHOOK_CONCURRENCY: whole(DEFAULT_WEBHOOKS.concurrency, 1, 1000),
+  WEBHOOK_DISABLE_AFTER_FAILED: whole(DEFAULT_WEBHOOKS.disableAfterFailed),
+  // The waits before the second, third... attempt: Resend's schedule unless set (tests shorten it).
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas')
+    .transform((value) => value.split(',').map(Number))
+    .default(() => [...DEFAULT_WEBHOOKS.retryScheduleMs]),
+}).refine((e) => e.WEBHOOK_LEASE_MS === undefined || e.WEBHOOK_LEASE_MS > e.WEBHOOK_TIMEOUT_MS, {
+  // A claim must outlast the attempt it covers, or another worker would post the same delivery meanwhile.
+  message: 'must be longer than WEBHOOK_TIMEOUT_MS',
+  path: ['WEBHOOK_LEASE_MS'],
 });
 
 /** Reads the configuration from `env`; throws a ConfigError naming every variable that is wrong. */
@@ -189,6 +212,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.PUBLIC_URL,
     unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
     inbound: e.INBOUND_SMTP_PORT === undefined ? undefined : { port: e.INBOUND_SMTP_PORT, host: e.INBOUND_SMTP_HOST },
+    webhooks: {
+      ...DEFAULT_WEBHOOKS,
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === 'true',
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      leaseMs: e.WEBHOOK_LEASE_MS ?? Math.max(DEFAULT_WEBHOOKS.leaseMs, e.WEBHOOK_TIMEOUT_MS + 30_000),
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      disableAfterFailed: e.WEBHOOK_DISABLE_AFTER_FAILED,
+      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS,
+    },
   };
 }
 

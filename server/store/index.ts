@@ -17,6 +17,8 @@ import { SegmentStore } from './segments.ts';
 import { TemplateStore } from './templates.ts';
 import { SuppressionStore } from './suppressions.ts';
 import { TopicStore } from './topics.ts';
+import { WebhookDeliveryStore } from './webhookDeliveries.ts';
+import { WebhookStore } from './webhooks.ts';
 
 export interface Store {
   database: Database;
@@ -41,6 +43,9 @@ export interface Store {
   settings: SettingStore;
   /** Addresses no email is sent to. */
   suppressions: SuppressionStore;
+  webhooks: WebhookStore;
+  /** The webhook outbox: deliveries claimed, recorded, and webhooks disabled when they keep failing. */
+  webhookDeliveries: WebhookDeliveryStore;
   /**
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
@@ -74,6 +79,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     reports: new ReportStore(database.db, database.dialect, events),
     settings: new SettingStore(database.db),
     suppressions: new SuppressionStore(database.db),
+    webhooks: new WebhookStore(database.db, database.dialect),
+    webhookDeliveries: new WebhookDeliveryStore(database.db, database.dialect),
     acceptEmails: (records, record) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.

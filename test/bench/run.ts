@@ -11,6 +11,7 @@ import { build } from 'esbuild';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
 import { benchFanout } from './fanout.ts';
+import { benchWebhooks } from './webhooks.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -177,4 +178,8 @@ console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(result
 
 // 4. The broadcast fan-out of a large segment, on both databases whichever one the rest ran on.
 await benchFanout(targetScript, { ...env, LOG_LEVEL: 'warn' }, CONTACTS);
+console.log('');
+
+// 5. The webhook outbox: deliveries per second to a local receiver, on both databases likewise.
+await benchWebhooks(targetScript, { ...env, LOG_LEVEL: 'warn' }, Number(process.env.BENCH_WEBHOOKS ?? 10_000));
 rmSync(dataDir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
 // answering every request with a fixed body, an SMTP sink that only counts, a delivery worker, or one
-// broadcast fan-out run to its end (it reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
+// broadcast fan-out or webhook outbox run to its end (it reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +14,7 @@ import { smtpTransport } from '../../server/delivery/transport.ts';
 import { DeliveryWorker } from '../../server/delivery/worker.ts';
 import { startServer } from '../../server/server.ts';
 import { openStore } from '../../server/store/index.ts';
+import { WebhookDispatcher } from '../../server/webhooks/dispatch.ts';
 
 const kind = process.argv[2];
 const delay = monitorEventLoopDelay({ resolution: 5 });
@@ -55,6 +56,22 @@ async function listen(): Promise<string> {
     process.send!({ recipients: Number(n), seconds, peakRssBytes: process.resourceUsage().maxRSS * 1024, startRssBytes });
     return 'fanout';
   }
+  if (kind === 'webhooks') {
+    const config = loadConfig();
+    const store = await openStore(config);
+    const db = store.database.db;
+    const pending = async () => Number((await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'pending').executeTakeFirstOrThrow()).n);
+    const dispatcher = new WebhookDispatcher(store, pino({ level: 'warn' }), { ...config.webhooks, idleMs: 20 });
+    const started = performance.now();
+    dispatcher.start();
+    while ((await pending()) > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const seconds = (performance.now() - started) / 1000;
+    await dispatcher.stop();
+    const { n } = await db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'delivered').executeTakeFirstOrThrow();
+    await store.close();
+    process.send!({ delivered: Number(n), seconds, peakRssBytes: process.resourceUsage().maxRSS * 1024 });
+    return 'webhooks';
+  }
   if (kind === 'deliver') {
     const config = loadConfig();
     const store = await openStore(config);
@@ -80,7 +97,7 @@ async function listen(): Promise<string> {
 }
 
 const url = await listen();
-if (kind !== 'fanout') process.send!({ url });
+if (kind !== 'fanout' && kind !== 'webhooks') process.send!({ url });
 process.on('message', (message) => {
   if (message === 'reset') {
     delay.reset();

@@ -12,7 +12,7 @@ type Arb = fc.Arbitrary<unknown>;
 
 const KNOWN = new Set([
   '$ref', 'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems',
-  'minLength', 'maxLength', 'pattern', 'format', 'oneOf', 'anyOf', 'allOf', 'maxProperties', 'minProperties',
+  'minLength', 'maxLength', 'pattern', 'format', 'oneOf', 'anyOf', 'allOf', 'maxProperties', 'minProperties', 'uniqueItems',
   'propertyNames', 'patternProperties', 'dependentSchemas', 'minimum', 'maximum', 'default', 'description', 'examples', 'example',
 ]);
 
@@ -180,6 +180,8 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
         return address.filter(fits);
       case 'date-time':
         return fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }).map((d) => d.toISOString());
+      case 'uri':
+        return fc.webUrl({ validSchemes: ['https', 'http'], withQueryParameters: true, withFragments: true }).filter((u) => fits(u) && (!schema.pattern || new RegExp(schema.pattern).test(u)));
     }
     if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter(fits);
     const small = fc.oneof(
@@ -193,9 +195,15 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
   }
 
   function array(schema: Record<string, any>, mode: 'valid' | 'hostile'): Arb {
-    const items = build(schema.items ?? true, mode);
     const min = schema.minItems ?? 0;
     const max = schema.maxItems ?? Infinity;
+    if (schema.uniqueItems) {
+      // Distinct items: a shuffled pick from an enum (random draws would rarely fill one to its size).
+      const choices = resolveRef(spec, schema.items)?.enum as unknown[] | undefined;
+      if (choices) return fc.shuffledSubarray(choices, { minLength: min, maxLength: Math.min(max, choices.length) });
+      return fc.uniqueArray(build(schema.items ?? true, mode), { minLength: min, maxLength: Math.max(min, Math.min(max, CAP.items)), selector: (v) => JSON.stringify(v) });
+    }
+    const items = build(schema.items ?? true, mode);
     const small = fc.array(items, { minLength: min, maxLength: Math.max(min, Math.min(max, CAP.items)) });
     if (!Number.isFinite(max)) return small;
     return fc.oneof({ weight: 12, arbitrary: small }, { weight: 1, arbitrary: fc.array(items, { minLength: max, maxLength: max }) });

@@ -34,7 +34,7 @@ const poolOf = (parameter: string) => current(`${parameter.replace(/_id$/, '')}s
  * What a 2xx answer is about: the resource its `object` names, or the operation's own when it names
  * none; nothing (undefined) for a list or a relation between two things (`contact_segment`).
  */
-const OBJECTS: Record<string, string> = { contact: 'contacts', segment: 'segments', audience: 'segments', topic: 'topics', template: 'templates', broadcast: 'broadcasts', email: 'emails', suppression: 'suppressions' };
+const OBJECTS: Record<string, string> = { contact: 'contacts', segment: 'segments', audience: 'segments', topic: 'topics', template: 'templates', broadcast: 'broadcasts', email: 'emails', suppression: 'suppressions', webhook: 'webhooks' };
 const subjectOf = (op: Operation, body: any) => (typeof body?.object === 'string' ? OBJECTS[body.object] : resourceOf(op));
 const pathParams = (op: Operation) => op.parameters.filter((p) => p.in === 'path');
 

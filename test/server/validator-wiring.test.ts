@@ -49,7 +49,7 @@ describe('one validation path: the validator as createApp takes it apart', () =>
       Object.values(node).forEach(walk);
     };
     walk(spec);
-    expect([...used].sort()).toEqual(['date-time', 'email', 'uuid']);
+    expect([...used].sort()).toEqual(['date-time', 'email', 'uri', 'uuid']);
     for (const format of used) expect(FORMATS).toHaveProperty([format]);
   });
 });

@@ -1,0 +1,168 @@
+// The webhook outbox: one row per event owed to a webhook, written with the event (store/events.ts).
+// Workers claim due rows as the email outbox does (store/emails.ts): the claim pushes next_attempt_at
+// forward by a lease and sets a token of its own, so a worker that dies gives its rows back when the
+// lease runs out (delivery is at least once), and an outcome is recorded only by the claim that holds
+// the row, only while it is pending. On PostgreSQL claims skip rows other workers hold.
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { DialectName, EmailTable, EventTable, Tables, WebhookDeliveryTable, WebhookTable } from './database.ts';
+import { dropOwed } from './webhooks.ts';
+
+export type ClaimedDelivery = Selectable<WebhookDeliveryTable> & { lease_token: string };
+export type Lease = Pick<ClaimedDelivery, 'id' | 'lease_token'>;
+
+/** What posting a claimed delivery needs: its webhook (gone, when deleted since), its event, and the email the event is about. */
+export interface DeliveryContext {
+  webhook: Pick<WebhookTable, 'endpoint' | 'signing_secret' | 'status'> | undefined;
+  event: Pick<EventTable, 'type' | 'email_id' | 'contact_id' | 'data' | 'created_at'>;
+  email: Pick<Selectable<EmailTable>, 'id' | 'from_address' | 'to_addresses' | 'subject' | 'created_at' | 'broadcast_id' | 'tags' | 'headers' | 'message_id'> | undefined;
+}
+
+export type DeliveryOutcome = Lease & { status: number | null } & (
+    | { state: 'delivered' }
+    | { state: 'pending'; error: string; retryAt: Date }
+    | { state: 'failed'; error: string }
+  );
+
+export class WebhookDeliveryStore {
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly dialect: DialectName,
+  ) {}
+
+  /** Claims up to `limit` due deliveries for `leaseMs`, oldest due first; each claim counts as an attempt. */
+  async claimDue(limit: number, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
+    const due = this.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('state', '=', 'pending')
+      .where('next_attempt_at', '<=', now.toISOString())
+      .orderBy('next_attempt_at')
+      .limit(limit);
+    if (this.dialect === 'sqlite') {
+      const claimed = await this.db
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({ ...claim, attempts: eb('attempts', '+', 1) }))
+        .where('id', 'in', due)
+        .where('state', '=', 'pending')
+        .returningAll()
+        .execute();
+      return claimed as ClaimedDelivery[];
+    }
+    // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
+    // per row it updates, each run skipping the rows the last one locked, and claim far past `limit`.
+    const claimed = await this.db
+      .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
+      .updateTable('webhook_deliveries')
+      .from('due')
+      .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
+      .whereRef('webhook_deliveries.id', '=', 'due.id')
+      .returningAll('webhook_deliveries')
+      .execute();
+    return claimed as ClaimedDelivery[];
+  }
+
+  /** What each claimed delivery needs to be posted, by delivery id, in one query. */
+  async contextOf(ids: string[]): Promise<Map<string, DeliveryContext>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .leftJoin('webhooks as w', 'w.id', 'd.webhook_id')
+      .leftJoin('emails as m', 'm.id', 'e.email_id')
+      .select([
+        'd.id', 'w.endpoint', 'w.signing_secret', 'w.status',
+        'e.type', 'e.email_id', 'e.contact_id', 'e.data', 'e.created_at as event_created_at',
+        'm.id as email_id_found', 'm.from_address', 'm.to_addresses', 'm.subject', 'm.created_at as email_created_at', 'm.broadcast_id', 'm.tags', 'm.headers', 'm.message_id',
+      ])
+      .where('d.id', 'in', ids)
+      .execute();
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          webhook: r.endpoint === null ? undefined : { endpoint: r.endpoint, signing_secret: r.signing_secret!, status: r.status! },
+          event: { type: r.type, email_id: r.email_id, contact_id: r.contact_id, data: r.data, created_at: r.event_created_at },
+          email:
+            r.email_id_found === null
+              ? undefined
+              : { id: r.email_id_found, from_address: r.from_address!, to_addresses: r.to_addresses!, subject: r.subject!, created_at: r.email_created_at!, broadcast_id: r.broadcast_id, tags: r.tags, headers: r.headers, message_id: r.message_id },
+        },
+      ]),
+    );
+  }
+
+  /** Records outcomes in one transaction, each only if its lease still holds; returns the ids recorded. */
+  async record(outcomes: DeliveryOutcome[], at: Date): Promise<string[]> {
+    if (outcomes.length === 0) return [];
+    const updated_at = at.toISOString();
+    return this.db.transaction().execute(async (tx) => {
+      const recorded: string[] = [];
+      for (const outcome of outcomes) {
+        const common = { last_status: outcome.status, lease_token: null, updated_at };
+        const set =
+          outcome.state === 'delivered'
+            ? { ...common, state: 'delivered' as const, last_error: null }
+            : outcome.state === 'pending'
+              ? { ...common, last_error: outcome.error, next_attempt_at: outcome.retryAt.toISOString() }
+              : { ...common, state: 'failed' as const, last_error: outcome.error };
+        const row = await tx
+          .updateTable('webhook_deliveries')
+          .set(set)
+          .where('id', '=', outcome.id)
+          .where('lease_token', '=', outcome.lease_token)
+          .where('state', '=', 'pending')
+          .returning('id')
+          .executeTakeFirst();
+        if (row) recorded.push(row.id);
+      }
+      return recorded;
+    });
+  }
+
+  /** Drops claimed deliveries that are no longer owed (their webhook was deleted or disabled meanwhile). */
+  async discard(leases: Lease[]): Promise<void> {
+    for (const { id, lease_token } of leases) {
+      await this.db.deleteFrom('webhook_deliveries').where('id', '=', id).where('lease_token', '=', lease_token).execute();
+    }
+  }
+
+  /**
+   * Disables the webhook, and drops what it is still owed, when its `threshold` latest deliveries to
+   * end have all failed every attempt, none succeeding since the first of them ended, all since the
+   * webhook was last changed (enabling it again, or giving it another endpoint, starts the count
+   * afresh). Returns whether it did.
+   */
+  async disableIfFailing(webhookId: string, threshold: number, reason: string, at: Date): Promise<boolean> {
+    if (threshold <= 0) return false;
+    return this.db.transaction().execute(async (tx) => {
+      const read = tx.selectFrom('webhooks').select('updated_at').where('id', '=', webhookId).where('status', '=', 'enabled');
+      const webhook = await (this.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
+      if (!webhook) return false;
+      const failed = await tx
+        .selectFrom('webhook_deliveries')
+        .select('updated_at')
+        .where('webhook_id', '=', webhookId)
+        .where('state', '=', 'failed')
+        .where('updated_at', '>=', webhook.updated_at)
+        .orderBy('updated_at', 'desc')
+        .limit(threshold)
+        .execute();
+      if (failed.length < threshold) return false;
+      const since = failed.at(-1)!.updated_at;
+      const succeeded = await tx
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('webhook_id', '=', webhookId)
+        .where('state', '=', 'delivered')
+        .where('updated_at', '>=', since)
+        .limit(1)
+        .executeTakeFirst();
+      if (succeeded) return false;
+      await tx.updateTable('webhooks').set({ status: 'disabled', status_reason: reason, updated_at: at.toISOString() }).where('id', '=', webhookId).execute();
+      await dropOwed(tx, webhookId);
+      return true;
+    });
+  }
+}

@@ -1,0 +1,73 @@
+// Webhooks: the endpoints that receive events. Turning one off (by hand, or by the server when its
+// deliveries keep failing) or deleting it drops the deliveries still owed to it, in the same
+// transaction: a disabled webhook receives nothing, then or later.
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { DialectName, Tables, WebhookTable } from './database.ts';
+import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+
+export type WebhookRecord = Selectable<WebhookTable>;
+export type WebhookChanges = Pick<Updateable<WebhookTable>, 'endpoint' | 'events' | 'status' | 'status_reason'>;
+
+export class WebhookStore {
+  constructor(
+    private readonly db: Kysely<Tables>,
+    private readonly dialect: DialectName,
+  ) {}
+
+  async insert(record: WebhookRecord): Promise<void> {
+    await this.db.insertInto('webhooks').values(record).execute();
+  }
+
+  find(id: string): Promise<WebhookRecord | undefined> {
+    return this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Webhooks newest first: one page, or (without `limit`) all of them beyond the cursor. */
+  async list(limit: number | undefined, cursor: Cursor): Promise<Page<WebhookRecord>> {
+    const query = this.db.selectFrom('webhooks').selectAll();
+    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
+    return { records: await keysetAll(query, this.order, cursor, (w) => [w.created_at, w.id]), hasMore: false };
+  }
+
+  /**
+   * Read-modify-write in one transaction: `change` sees the stored webhook (and may throw, which
+   * changes nothing) and returns what to set. Returns the webhook as stored after, or undefined.
+   */
+  async update(id: string, change: (current: WebhookRecord) => WebhookChanges, at: Date): Promise<WebhookRecord | undefined> {
+    return this.db.transaction().execute(async (tx) => {
+      const read = tx.selectFrom('webhooks').selectAll().where('id', '=', id);
+      const current = await (this.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
+      if (!current) return undefined;
+      const changes = change(current);
+      // updated_at also marks where the count of failing deliveries starts again (see the outbox).
+      const updated = await tx.updateTable('webhooks').set({ ...changes, updated_at: at.toISOString() }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      if (current.status === 'enabled' && updated.status === 'disabled') await dropOwed(tx, id);
+      return updated;
+    });
+  }
+
+  /** Deletes the webhook and every delivery of it; false if there was no such webhook. */
+  async delete(id: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      const deleted = await tx.deleteFrom('webhooks').where('id', '=', id).returning('id').executeTakeFirst();
+      if (!deleted) return false;
+      await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', id).execute();
+      return true;
+    });
+  }
+
+  /** Over webhooks_newest_first; a cursor is a webhook. */
+  private readonly order: Order = {
+    time: 'created_at',
+    id: 'id',
+    position: async (id) => {
+      const at = await this.find(id);
+      return at && { time: at.created_at, id: at.id };
+    },
+  };
+}
+
+/** Within `tx`: drops the deliveries still owed to a webhook that no longer receives anything. */
+export async function dropOwed(tx: Transaction<Tables>, webhookId: string): Promise<void> {
+  await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).where('state', '=', 'pending').execute();
+}

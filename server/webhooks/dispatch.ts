@@ -1,0 +1,180 @@
+// The webhook outbox worker: claims due deliveries (server/store/webhookDeliveries.ts), posts each,
+// signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
+// in no particular order. A delivery that fails is tried again on Resend's schedule with the same
+// `svix-id`, then ends `failed`; a webhook whose deliveries keep failing every attempt is disabled.
+// It runs wherever the delivery worker runs (server/worker.ts), in a loop of its own beside it.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Store } from '../store/index.ts';
+import type { ClaimedDelivery, DeliveryContext, DeliveryOutcome } from '../store/webhookDeliveries.ts';
+import { payloadOf } from './payload.ts';
+import { WebhookPoster } from './post.ts';
+import { signedHeaders } from './signature.ts';
+
+export interface WebhookOptions {
+  /** Whether endpoints may be plain http, or on private, loopback and other non-public addresses. */
+  allowPrivate: boolean;
+  /** How long one attempt may take, from connecting to the answer's head. */
+  timeoutMs: number;
+  /** The waits before the second, third... attempt: a delivery gets one attempt more than it has entries. */
+  retryScheduleMs: number[];
+  /** How long a claim lasts; a worker that dies gives its deliveries back after this. */
+  leaseMs: number;
+  /** Posts in flight at once. */
+  concurrency: number;
+  /** Pause when nothing is due. */
+  idleMs: number;
+  /** A webhook is disabled after this many deliveries in a row failed every attempt; 0 never. */
+  disableAfterFailed: number;
+}
+
+export const DEFAULT_WEBHOOKS: WebhookOptions = {
+  allowPrivate: false,
+  timeoutMs: 10_000,
+  // Resend's: at once, then after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h.
+  retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+  leaseMs: 60_000,
+  concurrency: 50,
+  idleMs: 250,
+  disableAfterFailed: 5,
+};
+
+export class WebhookDispatcher {
+  private running: Promise<void> | undefined;
+  private stopping = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly poster: WebhookPoster;
+  private unrecorded: DeliveryOutcome[] = [];
+  private committing: Promise<void> | undefined;
+  private readonly commits = new Map<DeliveryOutcome, Promise<string[]>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly logger: Logger,
+    private readonly options: WebhookOptions = DEFAULT_WEBHOOKS,
+  ) {
+    this.poster = new WebhookPoster(options);
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Finishes the posts in flight and records them, then stops; unclaimed deliveries wait for the next worker. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running;
+    this.poster.close();
+  }
+
+  /** Claims as many due deliveries as there are free slots and starts posting them; returns how many. */
+  async runOnce(now = new Date()): Promise<number> {
+    const free = Math.min(this.options.concurrency - this.inFlight.size, 100);
+    if (free <= 0) return 0;
+    const claimed = await this.store.webhookDeliveries.claimDue(free, now, this.options.leaseMs);
+    if (claimed.length === 0) return 0;
+    const contexts = await this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id));
+    for (const delivery of claimed) {
+      const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger.error({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
+      this.inFlight.add(posting);
+      void posting.finally(() => this.inFlight.delete(posting));
+    }
+    return claimed.length;
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        // Claims wait for half the slots to be free: one claim of many rows costs about what a claim of one does.
+        if (this.options.concurrency - this.inFlight.size < Math.ceil(this.options.concurrency / 2)) await Promise.race(this.inFlight);
+        else if ((await this.runOnce()) === 0) await sleep(this.options.idleMs);
+      } catch (err) {
+        // The claimed rows' leases run out and they come due again, here or elsewhere.
+        this.logger.error({ err }, 'webhook round failed');
+        await sleep(this.options.idleMs * 10);
+      }
+    }
+    await Promise.allSettled(this.inFlight);
+  }
+
+  private async deliver(delivery: ClaimedDelivery, context: DeliveryContext | undefined): Promise<void> {
+    const lease = { id: delivery.id, lease_token: delivery.lease_token };
+    if (!context?.webhook || context.webhook.status !== 'enabled') {
+      // Deleted or disabled after the event was recorded: nothing is owed any more.
+      await this.store.webhookDeliveries.discard([lease]);
+      return;
+    }
+    const attempts = this.options.retryScheduleMs.length + 1;
+    if (delivery.attempts > attempts) {
+      const error = `no outcome was recorded in ${attempts} attempts${delivery.last_error ? `; the last error: ${delivery.last_error}` : ''}`;
+      return this.finish(delivery, { ...lease, state: 'failed', status: delivery.last_status, error: error.slice(0, 500) });
+    }
+    const payload = payloadOf(context);
+    if ('missing' in payload) return this.finish(delivery, { ...lease, state: 'failed', status: null, error: payload.missing });
+    const body = JSON.stringify(payload);
+    const { status, error } = await this.poster.post(context.webhook.endpoint, signedHeaders(context.webhook.signing_secret, delivery.id, new Date(), body), body);
+    if (error === undefined) return this.finish(delivery, { ...lease, state: 'delivered', status });
+    if (delivery.attempts >= attempts) return this.finish(delivery, { ...lease, state: 'failed', status, error });
+    const retryAt = new Date(Date.now() + this.options.retryScheduleMs[delivery.attempts - 1]!);
+    this.logger.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, attempts: delivery.attempts, retryAt, error }, 'webhook delivery failed; trying again later');
+    await this.finish(delivery, { ...lease, state: 'pending', status, error, retryAt });
+  }
+
+  /** Records the outcome; a delivery that ended failed may disable its webhook. */
+  private async finish(delivery: ClaimedDelivery, outcome: DeliveryOutcome): Promise<void> {
+    const recorded = await this.persist(delivery, () => this.record(outcome));
+    if (!recorded) {
+      this.logger.warn({ deliveryId: delivery.id, state: outcome.state }, 'outcome not recorded: this worker no longer holds the delivery');
+      return;
+    }
+    if (outcome.state !== 'failed') return;
+    this.logger.warn({ deliveryId: delivery.id, webhookId: delivery.webhook_id, attempts: delivery.attempts, error: outcome.error }, 'webhook delivery failed for good');
+    const threshold = this.options.disableAfterFailed;
+    const reason = `Disabled by the server: ${threshold} deliveries in a row failed every attempt, the last with ${outcome.error}`.slice(0, 999) + '.';
+    if (await this.store.webhookDeliveries.disableIfFailing(delivery.webhook_id, threshold, reason, new Date())) {
+      this.logger.warn({ webhookId: delivery.webhook_id, reason }, 'webhook disabled');
+    }
+  }
+
+  /**
+   * Group commit, as the delivery worker's: an outcome is recorded with whichever others finished
+   * while the previous commit ran, so that a busy endpoint costs one transaction per group rather
+   * than per delivery. Resolves with whether this outcome's lease still held.
+   */
+  private async record(outcome: DeliveryOutcome): Promise<boolean> {
+    this.unrecorded.push(outcome);
+    while (!this.commits.has(outcome)) {
+      if (this.committing) {
+        await this.committing;
+        continue;
+      }
+      const group = this.unrecorded.splice(0);
+      const commit = this.store.webhookDeliveries.record(group, new Date());
+      const settled = () => {
+        this.committing = undefined;
+      };
+      this.committing = commit.then(settled, settled);
+      for (const member of group) this.commits.set(member, commit);
+    }
+    try {
+      return (await this.commits.get(outcome)!).includes(outcome.id);
+    } finally {
+      this.commits.delete(outcome);
+    }
+  }
+
+  /** Tries the recording again while the database does not answer and the claim lasts. */
+  private async persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>): Promise<T> {
+    const leaseEnds = Date.parse(delivery.next_attempt_at);
+    for (let retry = 0; ; retry++) {
+      try {
+        return await attempt();
+      } catch (err) {
+        const pause = Math.min(2_000, 100 * 2 ** retry);
+        if (Date.now() + pause >= leaseEnds) throw err;
+        this.logger.warn({ err, deliveryId: delivery.id }, 'recording a webhook outcome failed; trying again');
+        await sleep(pause);
+      }
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// Webhooks: create, list, retrieve, update, delete, under /webhooks. What they receive, and how, is
+// the outbox worker's business (server/webhooks/dispatch.ts).
+import { randomUUID } from 'node:crypto';
+import { Router } from 'express';
+import type { OperationHandler, Schemas } from '../api.ts';
+import { invalid, notFound } from '../errors.ts';
+import { cursorOf, listing } from '../paging.ts';
+import type { Store } from '../store/index.ts';
+import type { WebhookRecord } from '../store/webhooks.ts';
+import { endpointProblem } from './endpoint.ts';
+import { newSigningSecret } from './signature.ts';
+
+export function webhookRoutes(store: Store, options: { allowPrivate: boolean }): Router {
+  const webhooks = store.webhooks;
+
+  /** Refuses an endpoint the server would not post to, naming the rule it breaks. */
+  const checkEndpoint = (endpoint: string) => {
+    const problem = endpointProblem(endpoint, options.allowPrivate);
+    if (problem) throw invalid(problem);
+  };
+
+  const createWebhook: OperationHandler<'createWebhook'> = async (req, res) => {
+    const { endpoint, events } = req.body;
+    checkEndpoint(endpoint);
+    const at = new Date().toISOString();
+    const record: WebhookRecord = {
+      id: randomUUID(),
+      endpoint,
+      events: JSON.stringify(events),
+      signing_secret: newSigningSecret(),
+      status: 'enabled',
+      status_reason: null,
+      created_at: at,
+      updated_at: at,
+    };
+    await webhooks.insert(record);
+    res.status(201).json({ object: 'webhook', id: record.id, signing_secret: record.signing_secret });
+  };
+
+  const listWebhooks: OperationHandler<'listWebhooks'> = async (req, res) => {
+    const page = await listing('webhook', () => webhooks.list(req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
+  };
+
+  const getWebhook: OperationHandler<'getWebhook'> = async (req, res) => {
+    const record = await webhooks.find(req.params.webhook_id);
+    if (!record) throw notFound('Webhook');
+    res.json({ ...toSummary(record), signing_secret: record.signing_secret });
+  };
+
+  const updateWebhook: OperationHandler<'updateWebhook'> = async (req, res) => {
+    const { endpoint, events, status } = req.body;
+    if (endpoint !== undefined) checkEndpoint(endpoint);
+    const record = await webhooks.update(
+      req.params.webhook_id,
+      (current) => ({
+        ...(endpoint !== undefined && { endpoint }),
+        ...(events !== undefined && { events: JSON.stringify(events) }),
+        ...(status !== undefined && { status }),
+        // Whatever made the server disable it is over once it is enabled again, or disabled by hand.
+        ...(status !== undefined && status !== current.status && { status_reason: null }),
+      }),
+      new Date(),
+    );
+    if (!record) throw notFound('Webhook');
+    res.json({ object: 'webhook', id: record.id });
+  };
+
+  const deleteWebhook: OperationHandler<'deleteWebhook'> = async (req, res) => {
+    const { webhook_id } = req.params;
+    if (!(await webhooks.delete(webhook_id))) throw notFound('Webhook');
+    res.json({ object: 'webhook', id: webhook_id, deleted: true });
+  };
+
+  return Router()
+    .post('/', createWebhook)
+    .get('/', listWebhooks)
+    .get('/:webhook_id', getWebhook)
+    .patch('/:webhook_id', updateWebhook)
+    .delete('/:webhook_id', deleteWebhook);
+}
+
+function toSummary(record: WebhookRecord): Schemas['WebhookSummary'] {
+  const { id, endpoint, events, status, status_reason, created_at } = record;
+  return { object: 'webhook', id, endpoint, events: JSON.parse(events) as Schemas['WebhookEventTypes'], status, status_reason, created_at };
+}

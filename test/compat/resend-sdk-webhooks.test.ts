@@ -1,0 +1,79 @@
+// The official `resend` SDK's webhooks, pointed at a live Mailroom by its base URL alone, on SQLite and
+// PostgreSQL: create, get, list, update, remove answer with `error: null` and the fields the SDK
+// declares, and `resend.webhooks.verify` accepts every delivery a receiver on 127.0.0.1 got.
+import { pino } from 'pino';
+import { Resend } from 'resend';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
+import { WebhookDispatcher } from '../../server/webhooks/dispatch.ts';
+import { backends } from '../support/backends.ts';
+import { emailEvent, emailRecord, recordEvents, startReceiver, until } from '../support/receiver.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const uuid = expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+const timestamp = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+
+describe.each(backends)('the resend SDK webhooks on %s', (backend) => {
+  let server: TestServer;
+  let resend: Resend;
+  beforeAll(async () => {
+    server = await startTestServer(backend, { config: { webhooks: { ...loadConfig({}).webhooks, allowPrivate: true } } });
+    resend = new Resend(server.apiKey, { baseUrl: server.url });
+  });
+  afterAll(() => server.close());
+
+  it('creates, gets, lists, updates and removes a webhook', async () => {
+    const created = await resend.webhooks.create({ endpoint: 'https://hooks.acme.dev/mailroom', events: ['email.sent', 'email.bounced'] });
+    expect(created).toMatchObject({ data: { object: 'webhook', id: uuid, signing_secret: expect.stringMatching(/^whsec_/) }, error: null });
+    const { id, signing_secret } = created.data!;
+
+    const got = await resend.webhooks.get(id);
+    expect(got.error).toBeNull();
+    expect(got.data).toEqual({ object: 'webhook', id, endpoint: 'https://hooks.acme.dev/mailroom', events: ['email.sent', 'email.bounced'], status: 'enabled', status_reason: null, created_at: timestamp, signing_secret });
+
+    const listed = await resend.webhooks.list({ limit: 10 });
+    expect(listed.error).toBeNull();
+    expect(listed.data).toMatchObject({ object: 'list', has_more: false });
+    expect(listed.data!.data).toContainEqual({ object: 'webhook', id, endpoint: 'https://hooks.acme.dev/mailroom', events: ['email.sent', 'email.bounced'], status: 'enabled', status_reason: null, created_at: timestamp });
+    expect((await resend.webhooks.list()).data!.data.map((w) => w.id)).toContain(id);
+
+    const updated = await resend.webhooks.update(id, { endpoint: 'https://hooks.acme.dev/v2', events: ['email.delivered'], status: 'disabled' });
+    expect(updated).toEqual({ data: { object: 'webhook', id }, error: null, headers: expect.anything() });
+    expect((await resend.webhooks.get(id)).data).toMatchObject({ endpoint: 'https://hooks.acme.dev/v2', events: ['email.delivered'], status: 'disabled' });
+
+    const removed = await resend.webhooks.remove(id);
+    expect(removed).toMatchObject({ data: { object: 'webhook', id, deleted: true }, error: null });
+    expect((await resend.webhooks.get(id)).error).toMatchObject({ name: 'not_found', statusCode: 404, message: 'Webhook not found' });
+    expect((await resend.webhooks.create({ endpoint: 'https://hooks.acme.dev/x', events: [] })).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
+  });
+
+  it('verify accepts every delivery the receiver got, retries included', async () => {
+    const inbox = await startReceiver((_, seen) => (seen === 0 ? 500 : 200));
+    const dispatcher = new WebhookDispatcher(server.store, pino({ level: 'silent' }), { ...server.config.webhooks, retryScheduleMs: [20, 20], idleMs: 20 });
+    try {
+      const { data } = await resend.webhooks.create({ endpoint: inbox.url, events: ['email.sent', 'email.delivered', 'email.bounced'] });
+      const email = emailRecord();
+      const bounce = { bounce: { type: 'Permanent', subType: 'General', message: 'Refused', diagnosticCode: ['smtp; 550 5.7.1 refused'] } };
+      await recordEvents(server.store, [emailEvent('email.sent', email), emailEvent('email.delivered', email), emailEvent('email.bounced', email, bounce)], [email]);
+      dispatcher.start();
+      await until(() => inbox.received.length >= 6, 'each delivered after a retry');
+      const events = inbox.received.map((r) =>
+        resend.webhooks.verify({
+          payload: r.body,
+          headers: { id: String(r.headers['svix-id']), timestamp: String(r.headers['svix-timestamp']), signature: String(r.headers['svix-signature']) },
+          webhookSecret: data!.signing_secret,
+        }),
+      );
+      expect(events).toHaveLength(6);
+      expect(new Set(events.map((e) => e.type))).toEqual(new Set(['email.sent', 'email.delivered', 'email.bounced']));
+      const bounced = events.find((e) => e.type === 'email.bounced');
+      expect(bounced).toMatchObject({ data: { email_id: email.id, to: ['reader@example.com'], ...bounce } });
+      expect(() =>
+        resend.webhooks.verify({ payload: `${inbox.received[0]!.body} `, headers: { id: inbox.received[0]!.id, timestamp: String(inbox.received[0]!.headers['svix-timestamp']), signature: String(inbox.received[0]!.headers['svix-signature']) }, webhookSecret: data!.signing_secret }),
+      ).toThrow();
+    } finally {
+      await dispatcher.stop();
+      await inbox.close();
+    }
+  });
+});
