@@ -1,10 +1,9 @@
 // The delivery worker, with the broadcast fan-out and the webhook outbox in loops beside it:
 // `npm run worker` runs them as a process (start any number of them on PostgreSQL), and `npm start`
-// runs them in a thread beside the
-// HTTP server, so that building messages, writing a broadcast's emails and posting webhooks never
-// hold up a request. With INBOUND_SMTP_PORT, the listener for bounces and complaint reports runs here
-// too: beside the worker whose mail they answer, and off the request path.
-// Stops on SIGTERM, or on a 'stop' message from the thread's parent.
+// runs them in a thread beside the HTTP server, so that building messages, writing a broadcast's
+// emails and posting webhooks never hold up a request. With INBOUND_SMTP_PORT, the listener for
+// bounces and complaint reports runs here too: beside the worker whose mail they answer, and off the
+// request path. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { FanoutWorker } from './broadcasts/fanout.ts';
