@@ -28,6 +28,18 @@ export async function terminateBackends(applicationName: string): Promise<number
   }
 }
 
+/** The process ids of the application's backends now. */
+export async function backendPids(applicationName: string): Promise<number[]> {
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query('select pid from pg_stat_activity where application_name = $1', [applicationName]);
+    return rows.map((r) => r.pid as number);
+  } finally {
+    await admin.end();
+  }
+}
+
 export async function backendCount(applicationName: string): Promise<number> {
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
   await admin.connect();
