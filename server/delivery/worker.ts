@@ -114,14 +114,9 @@ export class DeliveryWorker {
         await this.committing;
         continue;
       }
-      const group = this.unrecorded.splice(0);
-      const commit = this.store.emails.markDelivered(group, new Date(), this.transport.final);
-      // Only a signal that the commit is over: its members hear how it went, through `commits`.
-      const settled = () => {
+      this.committing = this.commitGroup().finally(() => {
         this.committing = undefined;
-      };
-      this.committing = commit.then(settled, settled);
-      for (const member of group) this.commits.set(member, commit);
+      });
     }
     try {
       const recorded = await this.commits.get(delivery)!;
@@ -129,6 +124,19 @@ export class DeliveryWorker {
     } finally {
       this.commits.delete(delivery);
     }
+  }
+
+  /**
+   * Commits what is unrecorded after one turn of the event loop: SQLite commits without waiting on
+   * I/O, so without that turn every delivery would be a group of one, even when many relays answered
+   * together. Settles when the commit does, however it went; its members hear how through `commits`.
+   */
+  private async commitGroup(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const group = this.unrecorded.splice(0);
+    const commit = this.store.emails.markDelivered(group, new Date(), this.transport.final);
+    for (const member of group) this.commits.set(member, commit);
+    await commit.catch(() => {});
   }
 
   private async loop(): Promise<void> {

@@ -93,20 +93,46 @@ export class WebhookDeliveryStore {
     );
   }
 
-  /** Records outcomes in one transaction, each only if its lease still holds; returns the ids recorded. */
+  /**
+   * Records outcomes in one transaction, each only if its lease still holds; returns the ids recorded.
+   * The deliveries of one claim share its lease token, so those delivered with the same status are
+   * recorded by one statement.
+   */
   async record(outcomes: DeliveryOutcome[], at: Date): Promise<string[]> {
     if (outcomes.length === 0) return [];
     const updated_at = at.toISOString();
+    const delivered = new Map<string, { lease_token: string; status: number | null; ids: string[] }>();
+    const others: Exclude<DeliveryOutcome, { state: 'delivered' }>[] = [];
+    for (const outcome of outcomes) {
+      if (outcome.state !== 'delivered') {
+        others.push(outcome);
+        continue;
+      }
+      const key = `${outcome.lease_token} ${outcome.status}`;
+      const same = delivered.get(key) ?? delivered.set(key, { lease_token: outcome.lease_token, status: outcome.status, ids: [] }).get(key)!;
+      same.ids.push(outcome.id);
+    }
     return this.db.transaction().execute(async (tx) => {
       const recorded: string[] = [];
-      for (const outcome of outcomes) {
+      for (const { lease_token, status, ids } of delivered.values()) {
+        for (let i = 0; i < ids.length; i += 1000) {
+          const rows = await tx
+            .updateTable('webhook_deliveries')
+            .set({ state: 'delivered', last_status: status, last_error: null, lease_token: null, updated_at })
+            .where('id', 'in', ids.slice(i, i + 1000))
+            .where('lease_token', '=', lease_token)
+            .where('state', '=', 'pending')
+            .returning('id')
+            .execute();
+          recorded.push(...rows.map((row) => row.id));
+        }
+      }
+      for (const outcome of others) {
         const common = { last_status: outcome.status, lease_token: null, updated_at };
         const set =
-          outcome.state === 'delivered'
-            ? { ...common, state: 'delivered' as const, last_error: null }
-            : outcome.state === 'pending'
-              ? { ...common, last_error: outcome.error, next_attempt_at: outcome.retryAt.toISOString() }
-              : { ...common, state: 'failed' as const, last_error: outcome.error };
+          outcome.state === 'pending'
+            ? { ...common, last_error: outcome.error, next_attempt_at: outcome.retryAt.toISOString() }
+            : { ...common, state: 'failed' as const, last_error: outcome.error };
         const row = await tx
           .updateTable('webhook_deliveries')
           .set(set)

@@ -148,19 +148,29 @@ export class WebhookDispatcher {
         await this.committing;
         continue;
       }
-      const group = this.unrecorded.splice(0);
-      const commit = this.store.webhookDeliveries.record(group, new Date());
-      const settled = () => {
+      this.committing = this.commitGroup().finally(() => {
         this.committing = undefined;
-      };
-      this.committing = commit.then(settled, settled);
-      for (const member of group) this.commits.set(member, commit);
+      });
     }
     try {
       return (await this.commits.get(outcome)!).includes(outcome.id);
     } finally {
       this.commits.delete(outcome);
     }
+  }
+
+  /**
+   * Commits what is unrecorded after one turn of the event loop: SQLite commits without waiting on
+   * I/O, so without that turn every outcome would be a group of one, even when a whole claim's
+   * answers arrived together. Settles when the commit does, however it went; its members hear how
+   * through `commits`.
+   */
+  private async commitGroup(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    const group = this.unrecorded.splice(0);
+    const commit = this.store.webhookDeliveries.record(group, new Date());
+    for (const member of group) this.commits.set(member, commit);
+    await commit.catch(() => {});
   }
 
   /** Tries the recording again while the database does not answer and the claim lasts. */

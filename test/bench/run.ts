@@ -1,6 +1,7 @@
 // `npm run bench`: the full server against bare handlers sending the same bytes, measured in one run.
 // Each server runs in its own process and autocannon in another, all on 127.0.0.1, bounded in time.
-// Set DATABASE_URL to benchmark on PostgreSQL instead of SQLite.
+// Set DATABASE_URL to benchmark on PostgreSQL instead of SQLite, and BENCH_ONLY to run some sections
+// alone (a comma-separated list of: stream, delivery, rates, fanout, webhooks). BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
+import { benchDelivery } from './delivery.ts';
 import { benchFanout } from './fanout.ts';
 import { benchWebhooks } from './webhooks.ts';
 
@@ -19,6 +21,11 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // them alike instead of whichever happened to run at the time.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 16;
+const SECTIONS = ['stream', 'delivery', 'rates', 'fanout', 'webhooks'];
+const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
+const unknown = only?.filter((name) => !SECTIONS.includes(name));
+if (unknown?.length) throw new Error(`BENCH_ONLY: no section ${unknown.join(', ')}; there are ${SECTIONS.join(', ')}`);
+const wanted = (section: string) => !only || only.includes(section);
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
 // The servers run bundled, as `npm start` runs Mailroom, not through a TypeScript loader.
@@ -28,7 +35,8 @@ const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'));
 // Without tsx's loader, which runs this script (NODE_OPTIONS, execArgv): the servers and the load
 // generator run as plain Node.
 const { NODE_OPTIONS: _, ...plainEnv } = process.env;
-const env = { ...plainEnv, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json') };
+// Webhooks may post to 127.0.0.1: the delivery section's receiver is there.
+const env = { ...plainEnv, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json'), WEBHOOK_ALLOW_PRIVATE: 'true' };
 
 async function seed(): Promise<string> {
   const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });
@@ -54,7 +62,9 @@ async function seed(): Promise<string> {
 type Target = { child: ChildProcess; url: string; ask: (message: string) => Promise<any> };
 
 async function startTarget(kind: 'mailroom' | 'express' | 'http' | 'sink' | 'deliver', extraEnv: Record<string, string> = {}): Promise<Target> {
-  const child = fork(targetScript, [kind], { env: { ...env, ...extraEnv }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  // BENCH_CPU_PROF=<folder>: each delivery worker writes a CPU profile there as it exits.
+  const profile = kind === 'deliver' && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = fork(targetScript, [kind], { env: { ...env, ...extraEnv }, execArgv: profile, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (m: any) => resolve(m.url));
     child.once('exit', (code) => reject(new Error(`${kind} target exited ${code}`)));
@@ -72,114 +82,98 @@ async function load(url: string): Promise<{ rps: number; p50: number; p99: numbe
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
 }
 
-const broadcastId = await seed();
-const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
 const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
 console.log(`Mailroom benchmark: ${database}, ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians\n`);
+// The contacts are for the stream and the request rates; the other sections write what they need.
+const broadcastId = wanted('stream') || wanted('rates') ? await seed() : '';
+const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
+const mailroom = await startTarget('mailroom');
 
 // 1. The unpaginated list, on a fresh server so that its peak RSS is the stream's. One small request
 // first: the validator compiles its checks on first use, which is start-up work, not streaming.
-const mailroom = await startTarget('mailroom');
-await fetch(`${mailroom.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
-const before = await mailroom.ask('stats');
-await mailroom.ask('reset');
-const started = performance.now();
-const res = await fetch(`${mailroom.url}/contacts`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
-let bytes = 0;
-const reader = res.body!.getReader();
-for (let part = await reader.read(); !part.done; part = await reader.read()) bytes += part.value.length;
-const streamSeconds = (performance.now() - started) / 1000;
-const stream = await mailroom.ask('stats');
-const mb = (b: number) => (b / 2 ** 20).toFixed(0);
-console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
-console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150; ${mb(before.peakRssBytes)} MB before the stream), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
-
-// 2. End-to-end delivery: emails accepted through the API, then a delivery worker process hands them
-// to an SMTP sink process over pooled connections; measured from the worker's start to the last one.
-const sink = await startTarget('sink');
-const count = async () => (await sink.ask('stats')).received as number;
-const sizes = { 'small (under 2 KB of HTML)': 200, '20 KB of HTML': 20_000 };
-for (const [label, bytes] of Object.entries(sizes)) {
-  const total = bytes < 2000 ? 3000 : 1000;
-  const html = `<p>${'Hello reader, here is the news of the week. '.repeat(Math.ceil(bytes / 46))}</p>`.slice(0, bytes);
-  for (let sent = 0; sent < total; sent += 100) {
-    const items = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: `r${sent + n}@example.com`, subject: 'News', html }));
-    const accepted = await fetch(`${mailroom.url}/emails/batch`, { method: 'POST', headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(items) });
-    if (accepted.status !== 200) throw new Error(`batch refused: ${await accepted.text()}`);
-  }
-  const before = await count();
+if (wanted('stream')) {
+  await fetch(`${mailroom.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+  const before = await mailroom.ask('stats');
+  await mailroom.ask('reset');
   const started = performance.now();
-  const deliver = await startTarget('deliver', { SMTP_URL: sink.url });
-  let firstAt = 0;
-  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 25))) {
-    const got = (await count()) - before;
-    if (got > 0 && !firstAt) firstAt = performance.now();
-    if (got >= total) break;
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const steady = (performance.now() - firstAt) / 1000;
-  const delivered = (await count()) - before;
-  deliver.child.send('stop');
-  await new Promise((resolve) => deliver.child.once('exit', resolve));
-  console.log(
-    `Delivery, ${label}: ${delivered} of ${total} emails in ${seconds.toFixed(2)}s with the worker's start = ${Math.round(delivered / seconds)} emails/s; ` +
-      `${Math.round(delivered / steady)} emails/s from the first message to the last${bytes < 2000 ? ' (target >= 1,000 on SQLite)' : ''}`,
-  );
+  const res = await fetch(`${mailroom.url}/contacts`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+  let bytes = 0;
+  const reader = res.body!.getReader();
+  for (let part = await reader.read(); !part.done; part = await reader.read()) bytes += part.value.length;
+  const streamSeconds = (performance.now() - started) / 1000;
+  const stream = await mailroom.ask('stats');
+  const mb = (b: number) => (b / 2 ** 20).toFixed(0);
+  console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
+  console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150; ${mb(before.peakRssBytes)} MB before the stream), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
 }
-sink.child.kill('SIGTERM');
-console.log('');
+
+// 2. End-to-end delivery, without a webhook and with one, alternating (test/bench/delivery.ts).
+if (wanted('delivery')) {
+  const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });
+  try {
+    await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY }, store, startTarget, rounds: ROUNDS });
+  } finally {
+    await store.close();
+  }
+  console.log('');
+}
 
 // 3. Request rates: the full server, then the bare handlers sending the same bodies.
-const bodies: Record<string, string> = {};
-for (const path of Object.values(paths)) {
-  const init = path === paths.batchOf100 ? { method: 'POST', body: BATCH, headers: { 'content-type': 'application/json' } } : {};
-  bodies[path] = await (await fetch(mailroom.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).text();
-}
-writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
-const servers = { mailroom, express: await startTarget('express'), http: await startTarget('http') };
-const runs: Record<string, Record<string, Awaited<ReturnType<typeof load>>[]>> = { mailroom: {}, express: {}, http: {} };
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, path] of Object.entries(paths)) {
-    for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target.url + path));
+if (wanted('rates')) {
+  const bodies: Record<string, string> = {};
+  for (const path of Object.values(paths)) {
+    const init = path === paths.batchOf100 ? { method: 'POST', body: BATCH, headers: { 'content-type': 'application/json' } } : {};
+    bodies[path] = await (await fetch(mailroom.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).text();
   }
-}
-for (const target of Object.values(servers)) target.child.kill('SIGTERM');
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const results = Object.fromEntries(
-  Object.entries(runs).map(([kind, byName]) => [
-    kind,
-    Object.fromEntries(
-      Object.entries(byName).map(([name, list]) => [
-        name,
-        { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0) },
-      ]),
-    ),
-  ]),
-);
+  writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
+  const servers = { mailroom, express: await startTarget('express'), http: await startTarget('http') };
+  const runs: Record<string, Record<string, Awaited<ReturnType<typeof load>>[]>> = { mailroom: {}, express: {}, http: {} };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, path] of Object.entries(paths)) {
+      for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target.url + path));
+    }
+  }
+  for (const target of [servers.express, servers.http]) target.child.kill('SIGTERM');
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const results = Object.fromEntries(
+    Object.entries(runs).map(([kind, byName]) => [
+      kind,
+      Object.fromEntries(
+        Object.entries(byName).map(([name, list]) => [
+          name,
+          { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0) },
+        ]),
+      ),
+    ]),
+  );
 
-const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
-console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
-for (const [name, path] of Object.entries(paths)) {
-  for (const kind of ['mailroom', 'express', 'http']) {
-    const r = results[kind]![name]!;
-    const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
-    console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+  const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
+  console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
+  for (const [name, path] of Object.entries(paths)) {
+    for (const kind of ['mailroom', 'express', 'http']) {
+      const r = results[kind]![name]!;
+      const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
+      console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+    }
   }
+  console.log('\nratios (full server / bare handler, same run):');
+  for (const name of Object.keys(paths)) {
+    const full = results.mailroom![name]!.rps;
+    const vsExpress = full / results.express![name]!.rps;
+    const vsHttp = full / results.http![name]!.rps;
+    const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
+    console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
+  }
+  console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
 }
-console.log('\nratios (full server / bare handler, same run):');
-for (const name of Object.keys(paths)) {
-  const full = results.mailroom![name]!.rps;
-  const vsExpress = full / results.express![name]!.rps;
-  const vsHttp = full / results.http![name]!.rps;
-  const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
-  console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
-}
-console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
+mailroom.child.kill('SIGTERM');
 
 // 4. The broadcast fan-out of a large segment, on both databases whichever one the rest ran on.
-await benchFanout(targetScript, { ...env, LOG_LEVEL: 'warn' }, CONTACTS);
-console.log('');
+if (wanted('fanout')) {
+  await benchFanout(targetScript, { ...env, LOG_LEVEL: 'warn' }, CONTACTS);
+  console.log('');
+}
 
 // 5. The webhook outbox: deliveries per second to a local receiver, on both databases likewise.
-await benchWebhooks(targetScript, { ...env, LOG_LEVEL: 'warn' }, Number(process.env.BENCH_WEBHOOKS ?? 10_000));
+if (wanted('webhooks')) await benchWebhooks(targetScript, { ...env, LOG_LEVEL: 'warn' }, Number(process.env.BENCH_WEBHOOKS ?? 10_000));
 rmSync(dataDir, { recursive: true, force: true });

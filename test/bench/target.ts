@@ -1,6 +1,8 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
-// answering every request with a fixed body, an SMTP sink that only counts, a delivery worker, or one
-// broadcast fan-out or webhook outbox run to its end (it reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
+// answering every request with a fixed body, an SMTP sink that only counts, a delivery worker with the
+// webhook outbox worker beside it, or one broadcast fan-out or webhook outbox run to its end (it
+// reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay
+// and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +24,7 @@ delay.enable();
 
 let received = 0;
 let worker: DeliveryWorker | undefined;
+let webhooks: WebhookDispatcher | undefined;
 
 async function listen(): Promise<string> {
   if (kind === 'mailroom') return (await startServer({ ...loadConfig(), port: 0 })).url;
@@ -76,7 +79,11 @@ async function listen(): Promise<string> {
     const config = loadConfig();
     const store = await openStore(config);
     worker = new DeliveryWorker(store, smtpTransport(config.smtpUrl!), pino({ level: 'warn' }), { ...config.delivery, idleMs: 20 });
+    // Beside the delivery worker, as in server/worker.ts, with its own settings: whether or not a
+    // webhook exists, it polls the outbox as it would in production.
+    webhooks = new WebhookDispatcher(store, pino({ level: 'warn' }), config.webhooks);
     worker.start();
+    webhooks.start();
     return 'worker';
   }
   // The fixed bodies, by request URL, as the full server answered them.
@@ -106,5 +113,5 @@ process.on('message', (message) => {
   if (message === 'stats') {
     process.send!({ peakRssBytes: process.resourceUsage().maxRSS * 1024, maxEventLoopDelayMs: delay.max / 1e6, received });
   }
-  if (message === 'stop') void worker?.stop().then(() => process.exit(0));
+  if (message === 'stop') void Promise.all([worker?.stop(), webhooks?.stop()]).then(() => process.exit(0));
 });

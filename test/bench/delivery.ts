@@ -1,0 +1,166 @@
+// End-to-end delivery, with webhooks off and on: emails accepted through the API, then a delivery
+// worker process (the bench target `deliver`, with the webhook outbox worker beside it as in
+// server/worker.ts) hands them to an SMTP sink process over pooled connections. A run is measured from
+// the worker's start to the last email's outcome recorded. Each size runs without a webhook and with
+// one enabled webhook subscribed to every email event type, posting to a receiver on 127.0.0.1 that
+// answers 200 at once; the two alternate, and the medians are compared. Run by `npm run bench`.
+import type { ChildProcess } from 'node:child_process';
+import type { EventType } from '../../server/store/database.ts';
+import type { Store } from '../../server/store/index.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+
+type Target = { child: ChildProcess; url: string; ask: (message: string) => Promise<any> };
+
+export interface DeliveryBench {
+  /** The Mailroom server accepting the emails; it must allow webhooks on private addresses. */
+  api: { url: string; key: string };
+  /** The store the server and the worker use, read to tell when outcomes are recorded. */
+  store: Store;
+  startTarget: (kind: 'sink' | 'deliver', env?: Record<string, string>) => Promise<Target>;
+  rounds: number;
+}
+
+// Every email event type: a Record so that the compiler names any type added later and missing here.
+const EMAIL_EVENTS: Record<Extract<EventType, `email.${string}`>, true> = {
+  'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true,
+  'email.complained': true, 'email.failed': true, 'email.suppressed': true, 'email.canceled': true,
+};
+const RATIO_TARGET = 0.9;
+const DEADLINE_MS = 180_000;
+
+interface Run {
+  seconds: number;
+  /** From the first message at the sink to the last outcome recorded: the worker's start left out. */
+  steady: number;
+  /** With the webhook: its deliveries, and when the last landed at the receiver, in seconds from the worker's start. */
+  hooks?: { owed: number; lastSeconds: number };
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(what: string, done: () => Promise<boolean> | boolean): Promise<void> {
+  const deadline = Date.now() + DEADLINE_MS;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`delivery bench: still waiting for ${what} after ${DEADLINE_MS / 1000}s`);
+    await pause(25);
+  }
+}
+
+async function call(bench: DeliveryBench, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(bench.api.url + path, {
+    method,
+    headers: { authorization: `Bearer ${bench.api.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
+async function accept(bench: DeliveryBench, total: number, html: string): Promise<void> {
+  for (let sent = 0; sent < total; sent += 100) {
+    const items = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: `r${sent + n}@example.com`, subject: 'News', html }));
+    await call(bench, 'POST', '/emails/batch', items);
+  }
+}
+
+const count = async (query: Promise<{ n: number | string | bigint }>) => Number((await query).n);
+
+/** Emails still without an outcome: queued, claimed or not. */
+const unrecorded = (store: Store) =>
+  count(store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).where('last_event', '=', 'queued').executeTakeFirstOrThrow());
+
+const deliveriesOf = (store: Store, webhookId: string, state?: 'delivered') => {
+  let query = store.database.db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<number>().as('n')).where('webhook_id', '=', webhookId);
+  if (state) query = query.where('state', '=', state);
+  return count(query.executeTakeFirstOrThrow());
+};
+
+async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, html: string, withWebhook: boolean): Promise<Run> {
+  let receiver: Receiver | undefined;
+  let webhookId: string | undefined;
+  if (withWebhook) {
+    receiver = await startReceiver(() => 200);
+    webhookId = (await call(bench, 'POST', '/webhooks', { endpoint: receiver.url, events: Object.keys(EMAIL_EVENTS) })).id as string;
+  }
+  try {
+    await accept(bench, total, html);
+    const received = async () => (await sink.ask('stats')).received as number;
+    const before = await received();
+    const started = performance.now();
+    const deliver = await bench.startTarget('deliver', { SMTP_URL: sink.url });
+    try {
+      // The sink's count is cheap to ask for; the database is read only once it has them all.
+      let firstAt = 0;
+      await waitFor('the sink to receive every email', async () => {
+        const got = (await received()) - before;
+        if (got > 0 && !firstAt) firstAt = performance.now();
+        return got >= total;
+      });
+      await waitFor('every outcome to be recorded', async () => (await unrecorded(bench.store)) === 0);
+      const seconds = (performance.now() - started) / 1000;
+      const steady = (performance.now() - firstAt) / 1000;
+      if (!receiver || !webhookId) return { seconds, steady };
+      // Every event is recorded with its deliveries, so what is owed is known once the outcomes are.
+      const owed = await deliveriesOf(bench.store, webhookId);
+      const startedAt = Date.now() - (performance.now() - started);
+      await waitFor('every webhook delivery to land', () => receiver.ids().size >= owed);
+      const lastSeconds = (Math.max(...receiver.received.map((r) => r.at)) - startedAt) / 1000;
+      await waitFor('every webhook outcome to be recorded', async () => (await deliveriesOf(bench.store, webhookId, 'delivered')) >= owed);
+      return { seconds, steady, hooks: { owed, lastSeconds } };
+    } finally {
+      deliver.child.send('stop');
+      await new Promise((resolve) => deliver.child.once('exit', resolve));
+    }
+  } finally {
+    if (webhookId) await call(bench, 'DELETE', `/webhooks/${webhookId}`);
+    await receiver?.close();
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const perSecond = (n: number, seconds: number) => Math.round(n / seconds).toLocaleString('en');
+
+export async function benchDelivery(bench: DeliveryBench): Promise<void> {
+  const sink = await bench.startTarget('sink');
+  const sqlite = bench.store.database.dialect === 'sqlite';
+  try {
+    const sizes = { 'small (under 2 KB of HTML)': 200, '20 KB of HTML': 20_000 };
+    for (const [label, bytes] of Object.entries(sizes)) {
+      const total = bytes < 2000 ? 3000 : 1000;
+      const html = `<p>${'Hello reader, here is the news of the week. '.repeat(Math.ceil(bytes / 46))}</p>`.slice(0, bytes);
+      const without: Run[] = [];
+      const withHooks: Run[] = [];
+      // Alternating, the first of each pair changing every round: a noisy neighbour or a growing
+      // outbox slows both alike instead of whichever ran second.
+      for (let round = 0; round < bench.rounds; round++) {
+        for (const on of round % 2 === 0 ? [false, true] : [true, false]) {
+          (on ? withHooks : without).push(await deliverOnce(bench, sink, total, html, on));
+        }
+      }
+      const off = median(without.map((r) => r.seconds));
+      const on = median(withHooks.map((r) => r.seconds));
+      const ratio = off / on;
+      const steadyOff = median(without.map((r) => r.steady));
+      const steadyOn = median(withHooks.map((r) => r.steady));
+      const hooks = withHooks.map((r) => r.hooks!);
+      const lag = median(withHooks.map((r) => r.hooks!.lastSeconds - r.seconds));
+      const hookSeconds = median(hooks.map((h) => h.lastSeconds));
+      const owed = median(hooks.map((h) => h.owed));
+      const runs = `median of ${bench.rounds} alternating runs each`;
+      console.log(`Delivery, ${label}, ${total} emails, from the worker's start to the last outcome recorded (${runs}):`);
+      console.log(`  no webhook:      ${off.toFixed(2)}s = ${perSecond(total, off)} emails/s${sqlite && bytes < 2000 ? ' (target >= 1,000 on SQLite)' : ''}; ${perSecond(total, steadyOff)} from the first message`);
+      console.log(
+        `  one webhook on:  ${on.toFixed(2)}s = ${perSecond(total, on)} emails/s; ${perSecond(total, steadyOn)} from the first message; its ${owed.toLocaleString('en')} deliveries landed ${lag.toFixed(2)}s after the last outcome, ` +
+          `${hookSeconds.toFixed(2)}s from the worker's start = ${perSecond(owed, hookSeconds)} deliveries/s`,
+      );
+      const each = (list: Run[]) => list.map((r) => r.seconds.toFixed(2)).join(', ');
+      console.log(`  runs: no webhook ${each(without)}s; one webhook on ${each(withHooks)}s`);
+      console.log(
+        `  with / without: ${(ratio * 100).toFixed(1)}% (${ratio >= RATIO_TARGET ? 'meets' : 'SHORT of'} the ${RATIO_TARGET * 100}% target); ` +
+          `${((steadyOff / steadyOn) * 100).toFixed(1)}% from the first message`,
+      );
+    }
+  } finally {
+    sink.child.kill('SIGTERM');
+  }
+}
