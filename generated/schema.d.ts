@@ -88,6 +88,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/emails/{email_id}/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve the raw message of an email
+         * @description Returns the MIME message exactly as it was delivered, for emails delivered to the capture store (the server runs without SMTP_URL).
+         */
+        get: operations["getEmailRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts": {
         parameters: {
             query?: never;
@@ -628,7 +648,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List templates
+         * @description Lists templates newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`.
+         */
+        get: operations["listTemplates"];
         put?: never;
         /**
          * Create a template
@@ -655,10 +679,18 @@ export interface paths {
         get: operations["getTemplate"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a template
+         * @description Deletes a template; emails already accepted from it are not affected.
+         */
+        delete: operations["deleteTemplate"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a template
+         * @description Changes a template's draft content; emails keep using the published version until the template is published again.
+         */
+        patch: operations["updateTemplate"];
         trace?: never;
     };
     "/templates/{template_id}/publish": {
@@ -861,6 +893,60 @@ export interface paths {
          * @description Changes a webhook's endpoint, the events it receives, or whether it is enabled; enabling it again clears the reason it was disabled.
          */
         patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys
+         * @description Lists the API keys that are not revoked, newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`; tokens are never shown again.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key
+         * @description Creates an API key and returns its token, which is shown this once and never again.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api-keys/{api_key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example dacf4072-4119-4d88-932f-6202748ac7c8
+                 */
+                api_key_id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Revokes an API key at once, unless it is the last full access key, which would lock everyone out.
+         */
+        delete: operations["deleteApiKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an API key
+         * @description Changes an API key's name; its token and permission stay as they are.
+         */
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/health": {
@@ -2069,6 +2155,65 @@ export interface components {
             /** @description The variables the template declares. */
             variables?: components["schemas"]["TemplateVariable"][];
         };
+        /** @description A template as lists show it, without its content. */
+        TemplateSummary: {
+            /**
+             * @description Always `template`.
+             * @constant
+             */
+            object: "template";
+            id: components["schemas"]["Uuid"];
+            /** @description The template's name. */
+            name: string;
+            /** @description A readable id that can stand in for `id`, or null. */
+            alias: string | null;
+            status: components["schemas"]["TemplateStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            updated_at: components["schemas"]["Timestamp"];
+            published_at: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description A list of templates, newest first. */
+        TemplateList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more templates lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The templates, at most `limit` of them. */
+            data: components["schemas"]["TemplateSummary"][];
+        };
+        /** @description What to change in the template's draft; fields left out keep their values, and `null` clears an optional one. */
+        UpdateTemplateRequest: {
+            /** @description The template's name. */
+            name?: string;
+            /** @description A readable id that can stand in for `id`, or null to remove it. */
+            alias?: string | null;
+            from?: components["schemas"]["Mailbox"] | null;
+            subject?: components["schemas"]["Subject"] | null;
+            reply_to?: components["schemas"]["Recipients"] | null;
+            /** @description The HTML body, up to 1,000,000 characters; may hold placeholders. */
+            html?: components["schemas"]["HtmlBody"];
+            /** @description The plain-text body, or null to generate it from `html` when sending. */
+            text?: components["schemas"]["TextBody"] | null;
+            /** @description The variables the template declares, replacing the ones it had. */
+            variables?: components["schemas"]["TemplateVariable"][];
+        };
+        /** @description Confirms that a template was deleted. */
+        DeletedTemplate: {
+            /**
+             * @description Always `template`.
+             * @constant
+             */
+            object: "template";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
         /**
          * @description Why the address is suppressed: `bounce` (a permanent bounce), `complaint` (the recipient
          *     reported an email as spam) or `manual` (added through the API).
@@ -2499,6 +2644,78 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             data: components["schemas"]["WebhookEventContactData"];
         };
+        /** @description An email as RFC 5322 text, CRLF line ends, headers then body. */
+        RawMessage: string;
+        /**
+         * @description A name that says who or what uses the key.
+         * @example Production
+         */
+        ApiKeyName: string;
+        /**
+         * @description `full_access` may call every operation; `sending_access` may only send emails.
+         * @enum {string}
+         */
+        ApiKeyPermission: "full_access" | "sending_access";
+        /** @description An API key, without its token. */
+        ApiKey: {
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["ApiKeyName"];
+            permission: components["schemas"]["ApiKeyPermission"];
+            created_at: components["schemas"]["Timestamp"];
+            /** @description When the key last authenticated a request, to the minute, or null if never. */
+            last_used_at: components["schemas"]["Timestamp"] | null;
+        };
+        /** @description A list of API keys, newest first. */
+        ApiKeyList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more keys lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The keys, at most `limit` of them. */
+            data: components["schemas"]["ApiKey"][];
+        };
+        /** @description A new API key. */
+        CreateApiKeyRequest: {
+            name: components["schemas"]["ApiKeyName"];
+            /** @default full_access */
+            permission?: components["schemas"]["ApiKeyPermission"];
+        };
+        /** @description The new key's id and its token, shown only this once. */
+        CreatedApiKey: {
+            id: components["schemas"]["Uuid"];
+            /** @description The key itself, sent as `Authorization: Bearer <token>`. */
+            token: string;
+        };
+        /** @description The key's new name. */
+        UpdateApiKeyRequest: {
+            name: components["schemas"]["ApiKeyName"];
+        };
+        /** @description The id of a key that was renamed. */
+        ApiKeyRef: {
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object: "api_key";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a key was revoked. */
+        DeletedApiKey: {
+            /**
+             * @description Always `api_key`.
+             * @constant
+             */
+            object: "api_key";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
         /** @description This process's state. */
         Health: {
             /**
@@ -2907,6 +3124,42 @@ export interface components {
             };
             content?: never;
         };
+        /** @description No email has this id, or its message was not delivered to the capture store. */
+        RawMessageNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No API key that is not revoked has this id. */
+        ApiKeyNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The id is not a UUID, or the key is the last full access key. */
+        ApiKeyNotRevocable: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description Too many requests with this API key; wait as `Retry-After` says. */
         TooManyRequests: {
             headers: {
@@ -3046,6 +3299,11 @@ export interface components {
          * @example 479e3145-dd38-476b-932c-529ceb705947
          */
         WebhookIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description The API key's id.
+         * @example dacf4072-4119-4d88-932f-6202748ac7c8
+         */
+        ApiKeyIdPath: components["schemas"]["Uuid"];
         /**
          * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
          * @example msg_p5jXN8AQM9LWM0D4loKWxJek
@@ -3313,6 +3571,43 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["EmailNotFound"];
             422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getEmailRaw: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message as RFC 5322 text, headers and body. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "message/rfc822": components["schemas"]["RawMessage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["RawMessageNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4858,6 +5153,46 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    listTemplates: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of templates, newest first, without their bodies; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     createTemplate: {
         parameters: {
             query?: never;
@@ -4925,6 +5260,87 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The template's id, or its alias.
+                 * @example welcome-email
+                 */
+                template_id: components["parameters"]["TemplateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The template was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedTemplate"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The template's id, or its alias.
+                 * @example welcome-email
+                 */
+                template_id: components["parameters"]["TemplateIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description The template was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TemplateRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -5454,6 +5870,164 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidWebhook"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of API keys, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key was created; keep its token, the server keeps only a hash of it. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example dacf4072-4119-4d88-932f-6202748ac7c8
+                 */
+                api_key_id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key was revoked; requests made with it are refused from now on. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedApiKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            422: components["responses"]["ApiKeyNotRevocable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The API key's id.
+                 * @example dacf4072-4119-4d88-932f-6202748ac7c8
+                 */
+                api_key_id: components["parameters"]["ApiKeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key was renamed. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["ApiKeyNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -1,4 +1,4 @@
-// The HTTP app: request log → CORS (preflights answered here) → contract pages and metrics → JSON body parser (nesting bounded) → the validator's
+// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded) → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
 // → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
@@ -18,12 +18,14 @@ import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
+import { apiKeyRoutes } from './apiKeys/routes.ts';
 import { audienceRoutes } from './audiences/routes.ts';
 import { authenticate, authorize } from './auth.ts';
 import { BroadcastMail, type UnsubscribeLinks } from './broadcasts/mail.ts';
 import { broadcastRoutes } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
+import { dashboardRoutes } from './dashboard.ts';
 import { contactHandlers, contactRoutes } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
@@ -66,7 +68,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   if (metrics) app.use(metrics.observe);
   const cors = crossOrigin(config.corsOrigins, spec);
   if (cors) app.use(cors);
-  app.use(contractRoutes(metrics));
+  app.use(contractRoutes(metrics), dashboardRoutes());
   app.use(jsonBody(config.bodyLimit, keepRawBody));
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm());
@@ -92,6 +94,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use('/suppressions', suppressionRoutes(store));
   app.use('/unsubscribe', unsubscribeRoutes(store, links.tokens));
   app.use('/webhooks', webhookRoutes(store, config.webhooks));
+  app.use('/api-keys', apiKeyRoutes(store));
   app.use(errorHandler(spec, logger));
   return app;
 }

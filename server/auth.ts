@@ -2,7 +2,7 @@
 // `security` in openapi.yaml; a full_access key holds every role, a sending_access key only its own.
 import { timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import { hashKey, type Permission } from './apiKeys.ts';
+import { hashKey, type Permission } from './apiKeys/key.ts';
 import type { OpenApiDocument } from './contract.ts';
 import { ApiError } from './errors.ts';
 import type { Store } from './store/index.ts';
@@ -32,6 +32,9 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
       throw new ApiError(403, 'invalid_api_key', 'API key is invalid.');
     }
     res.locals.apiKey = record;
+    // Last use is kept to the minute, so a key is written at most about once a minute, not per request.
+    const minute = `${new Date().toISOString().slice(0, 16)}:00.000Z`;
+    if (record.last_used_at === null || record.last_used_at < minute) await store.apiKeys.touch(record.id, minute);
     next();
   };
 }

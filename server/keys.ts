@@ -1,7 +1,7 @@
 // `npm run keys -- create --name NAME [--permission sending_access]`, `keys list`, `keys revoke ID`:
 // manage API keys in the store that DATA_DIR or DATABASE_URL names.
 import { parseArgs } from 'node:util';
-import { createKey, PERMISSIONS, type Permission } from './apiKeys.ts';
+import { createKey, PERMISSIONS, type Permission } from './apiKeys/key.ts';
 import { loadConfig } from './config.ts';
 import { openStore } from './store/index.ts';
 

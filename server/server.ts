@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { pino, type Logger } from 'pino';
-import { ensureKey } from './apiKeys.ts';
+import { ensureKey } from './apiKeys/key.ts';
 import { createApp } from './app.ts';
 import type { UnsubscribeLinks } from './broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';

@@ -19,6 +19,8 @@ export interface ApiKeyTable {
   key_hint: string;
   created_at: string;
   revoked_at: string | null;
+  /** When the key last authenticated a request, to the minute (server/auth.ts writes it at most once a minute). */
+  last_used_at: string | null;
 }
 
 export interface ContactTable {

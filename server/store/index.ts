@@ -64,7 +64,7 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
   const idempotency = new IdempotencyStore(database.db, claimHolder(database.db, database.dialect, options.databaseUrl));
   return {
     database,
-    apiKeys: new ApiKeyStore(database.db),
+    apiKeys: new ApiKeyStore(database.db, database.dialect),
     contacts: new ContactStore(database, events),
     segments: new SegmentStore(database),
     topics: new TopicStore(database),

@@ -326,6 +326,11 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0008_api_key_last_used': {
+      async up(db: Kysely<any>) {
+        await db.schema.alterTable('api_keys').addColumn('last_used_at', 'text').execute();
+      },
+    },
   };
 }
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/apiKeys.ts';
+import { createKey } from '../../server/apiKeys/key.ts';
 import { captureTransport, smtpTransport, type Transport } from '../../server/delivery/transport.ts';
 import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
 import { queuedEventId } from '../../server/emails/timeline.ts';

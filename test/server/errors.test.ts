@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/apiKeys.ts';
+import { createKey } from '../../server/apiKeys/key.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/apiKeys.ts';
+import { createKey } from '../../server/apiKeys/key.ts';
 import type { EmailRecord } from '../../server/store/emails.ts';
 import { ClaimLostError, type HeldClaim } from '../../server/store/idempotency.ts';
 import { openStore, type Store } from '../../server/store/index.ts';

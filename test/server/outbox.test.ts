@@ -4,7 +4,7 @@
 import { tmpdir } from 'node:os';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureKey, hashKey } from '../../server/apiKeys.ts';
+import { ensureKey, hashKey } from '../../server/apiKeys/key.ts';
 import { captureTransport, smtpTransport } from '../../server/delivery/transport.ts';
 import { DEFAULT_DELIVERY, DeliveryWorker, type DeliveryOptions } from '../../server/delivery/worker.ts';
 import { openStore, type Store } from '../../server/store/index.ts';

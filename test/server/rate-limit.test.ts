@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/apiKeys.ts';
+import { createKey } from '../../server/apiKeys/key.ts';
 import { backends, postgresSchema } from '../support/backends.ts';
 import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
 

@@ -226,7 +226,7 @@ describe.each(backends)('sending on %s', (backend) => {
   });
 
   it('a sending_access key may send but not read', async () => {
-    const { createKey } = await import('../../server/apiKeys.ts');
+    const { createKey } = await import('../../server/apiKeys/key.ts');
     const { key } = await createKey(server.store, 'sender', 'sending_access');
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const sent = await fetch(`${server.url}/emails`, { method: 'POST', headers, body: JSON.stringify(email(1)) });

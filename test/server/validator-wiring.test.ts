@@ -7,7 +7,7 @@ import * as OpenApiValidator from 'express-openapi-validator';
 import { createRequestAjv, createResponseAjv } from 'express-openapi-validator/dist/framework/ajv/index.js';
 import { OpenApiValidator as Validator } from 'express-openapi-validator/dist/openapi.validator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey } from '../../server/apiKeys.ts';
+import { createKey } from '../../server/apiKeys/key.ts';
 import { validatorOptions, validatorParts } from '../../server/app.ts';
 import { AJV_OPTIONS, FORMATS, loadSpec } from '../../server/contract.ts';
 import { backends } from '../support/backends.ts';

@@ -1,8 +1,8 @@
 // API keys: `re_` plus 32 random base62 characters, kept only as a SHA-256 hash. The keys are random
 // enough that a fast hash is safe, and fast matters: every request is authenticated.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { ApiKeyRecord } from './store/apiKeys.ts';
-import type { Store } from './store/index.ts';
+import type { ApiKeyRecord } from '../store/apiKeys.ts';
+import type { Store } from '../store/index.ts';
 
 export type Permission = ApiKeyRecord['permission'];
 export const PERMISSIONS: readonly Permission[] = ['full_access', 'sending_access'];
@@ -27,7 +27,7 @@ export async function createKey(store: Store, name: string, permission: Permissi
 }
 
 function keyRecord(id: string, name: string, permission: Permission, key: string): ApiKeyRecord {
-  return { id, name, permission, key_hash: hashKey(key).toString('hex'), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null };
+  return { id, name, permission, key_hash: hashKey(key).toString('hex'), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null };
 }
 
 /**

@@ -1,0 +1,119 @@
+// The dashboard's frame: sign-in until there is a key, then the navigation and the page the URL names.
+import { useState } from 'preact/hooks';
+import { apiKeyRoutes } from './pages/apiKeys.tsx';
+import { broadcastRoutes } from './pages/broadcasts.tsx';
+import { contactRoutes } from './pages/contacts.tsx';
+import { emailRoutes } from './pages/emails.tsx';
+import { segmentRoutes } from './pages/segments.tsx';
+import { suppressionRoutes } from './pages/suppressions.tsx';
+import { templateRoutes } from './pages/templates.tsx';
+import { topicRoutes } from './pages/topics.tsx';
+import { webhookRoutes } from './pages/webhooks.tsx';
+import type { Route } from './route.ts';
+import { Link, match, navigate, useLocation } from './router.tsx';
+import { checkKey, SessionProvider, useSession } from './session.tsx';
+import { ErrorNote, PageHeading, TextField } from './ui.tsx';
+import type { MailroomError } from './api.ts';
+
+const ROUTES: Route[] = [
+  ...contactRoutes,
+  ...segmentRoutes,
+  ...topicRoutes,
+  ...broadcastRoutes,
+  ...emailRoutes,
+  ...templateRoutes,
+  ...webhookRoutes,
+  ...suppressionRoutes,
+  ...apiKeyRoutes,
+];
+
+const SECTIONS = [
+  ['/contacts', 'Contacts'],
+  ['/segments', 'Segments'],
+  ['/topics', 'Topics'],
+  ['/broadcasts', 'Broadcasts'],
+  ['/emails', 'Emails'],
+  ['/templates', 'Templates'],
+  ['/webhooks', 'Webhooks'],
+  ['/suppressions', 'Suppressions'],
+  ['/api-keys', 'API keys'],
+] as const;
+
+export function App() {
+  return (
+    <SessionProvider signIn={(onSignedIn) => <SignIn onSignedIn={onSignedIn} />}>
+      <Frame />
+    </SessionProvider>
+  );
+}
+
+function Frame() {
+  const { signOut } = useSession();
+  const { path } = useLocation();
+  if (path === '/') navigate('/contacts', { replace: true });
+  const found = ROUTES.map((route) => ({ route, params: match(route.path, path) })).find(({ params }) => params);
+  return (
+    <div class="frame">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <nav class="sections" aria-label="Sections">
+        <p class="brand">Mailroom</p>
+        <ul>
+          {SECTIONS.map(([to, label]) => (
+            <li key={to}>
+              <Link to={to} current={path === to || path.startsWith(`${to}/`)}>
+                {label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+        <button type="button" class="sign-out" onClick={signOut}>
+          Sign out
+        </button>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        {found ? <found.route.page {...found.params!} key={path} /> : <NotFound />}
+      </main>
+    </div>
+  );
+}
+
+function NotFound() {
+  return (
+    <>
+      <PageHeading title="Page not found" />
+      <p>
+        There is no dashboard page here. <Link to="/contacts">Go to contacts</Link>.
+      </p>
+    </>
+  );
+}
+
+function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<MailroomError | null>(null);
+  const [checking, setChecking] = useState(false);
+  return (
+    <main id="main" class="sign-in">
+      <PageHeading title="Sign in" />
+      <p>Sign in with a full access API key. It is kept in this tab only, and forgotten when you sign out or close the tab.</p>
+      <form
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setChecking(true);
+          const refused = await checkKey(key.trim()).catch((failure: Error) => ({ statusCode: 500, name: 'internal_server_error' as const, message: failure.message }));
+          setChecking(false);
+          if (refused) setError(refused);
+          else onSignedIn(key.trim());
+        }}
+      >
+        <TextField label="API key" value={key} onValue={setKey} type="password" autoComplete="off" required placeholder="re_…" />
+        <ErrorNote error={error} />
+        <button type="submit" disabled={checking}>
+          {checking ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,60 @@
+// Every page has its own URL under /dashboard (the server answers any of them with the same shell), so
+// pages can be bookmarked, reloaded and opened in a new tab. Navigation uses the History API.
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+
+export const BASE = '/dashboard';
+
+export interface Location {
+  /** The path below /dashboard, such as `/contacts/123`; `/` for the dashboard's root. */
+  path: string;
+  query: URLSearchParams;
+}
+
+const read = (): Location => ({ path: location.pathname.slice(BASE.length) || '/', query: new URLSearchParams(location.search) });
+
+/** Goes to a dashboard path, such as `/contacts?after=…`, adding it to the tab's history. */
+export function navigate(to: string, { replace = false } = {}): void {
+  history[replace ? 'replaceState' : 'pushState'](null, '', BASE + to);
+  dispatchEvent(new PopStateEvent('popstate'));
+}
+
+export function useLocation(): Location {
+  const [current, setCurrent] = useState(read);
+  useEffect(() => {
+    const update = () => setCurrent(read());
+    addEventListener('popstate', update);
+    return () => removeEventListener('popstate', update);
+  }, []);
+  return current;
+}
+
+/** A link to a dashboard path that navigates without reloading; opening it in a new tab still works. */
+export function Link({ to, children, current }: { to: string; children: ComponentChildren; current?: boolean }) {
+  return (
+    <a
+      aria-current={current ? 'page' : undefined}
+      href={BASE + to}
+      onClick={(event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+        event.preventDefault();
+        navigate(to);
+      }}
+    >
+      {children}
+    </a>
+  );
+}
+
+/** Matches a path against a pattern such as `/contacts/:id`; returns the named parts, or null. */
+export function match(pattern: string, path: string): Record<string, string> | null {
+  const want = pattern.split('/');
+  const got = path.replace(/\/$/, '').split('/');
+  if (want.length !== got.length) return null;
+  const params: Record<string, string> = {};
+  for (const [i, part] of want.entries()) {
+    if (part.startsWith(':')) params[part.slice(1)] = decodeURIComponent(got[i]!);
+    else if (part !== got[i]) return null;
+  }
+  return params;
+}

@@ -1,0 +1,57 @@
+// Who is signed in. The key is kept in sessionStorage: this tab only, gone when the tab closes or on
+// sign-out, never in a cookie or localStorage.
+import { createContext, type ComponentChildren } from 'preact';
+import { useContext, useState } from 'preact/hooks';
+import { connect, type MailroomClient, type MailroomError } from './api.ts';
+
+const STORAGE_KEY = 'mailroom.apiKey';
+
+export interface Session {
+  client: MailroomClient;
+  signOut(): void;
+}
+
+const SessionContext = createContext<Session | null>(null);
+
+/** The signed-in session; pages are only rendered inside one. */
+export function useSession(): Session {
+  const session = useContext(SessionContext);
+  if (!session) throw new Error('useSession outside a signed-in page');
+  return session;
+}
+
+export const useClient = (): MailroomClient => useSession().client;
+
+/** Checks a key by calling an operation only full access keys may call: the dashboard needs one. */
+export async function checkKey(apiKey: string): Promise<MailroomError | null> {
+  const { error } = await connect(apiKey).GET('/api-keys', { params: { query: { limit: 1 } } });
+  if (error?.name === 'restricted_api_key') {
+    return { ...error, message: 'This key may only send emails. Sign in with a full access key to use the dashboard.' };
+  }
+  return error ?? null;
+}
+
+export function SessionProvider({ signIn, children }: { signIn: (onSignedIn: (key: string) => void) => ComponentChildren; children: ComponentChildren }) {
+  const [key, setKey] = useState<string | null>(() => sessionStorage.getItem(STORAGE_KEY));
+  const [session, setSession] = useState<Session | null>(() => (key ? open(key) : null));
+
+  function open(apiKey: string): Session {
+    return {
+      client: connect(apiKey),
+      signOut() {
+        sessionStorage.removeItem(STORAGE_KEY);
+        setKey(null);
+        setSession(null);
+      },
+    };
+  }
+
+  if (!session) {
+    return signIn((apiKey) => {
+      sessionStorage.setItem(STORAGE_KEY, apiKey);
+      setKey(apiKey);
+      setSession(open(apiKey));
+    });
+  }
+  return <SessionContext.Provider value={session}>{children}</SessionContext.Provider>;
+}

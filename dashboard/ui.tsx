@@ -1,0 +1,171 @@
+// The pieces every page is made of. Each form control has a visible label naming its field, actions
+// are buttons with words, an API error is shown next to its form, and a list shows that it is loading.
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import type { MailroomError } from './api.ts';
+import { Link, navigate, useLocation } from './router.tsx';
+
+/** The input attributes pages use; preact's own attribute types do not survive a spread through Omit. */
+interface InputProps {
+  type?: 'text' | 'email' | 'password' | 'url' | 'search' | 'number' | 'datetime-local';
+  required?: boolean;
+  placeholder?: string;
+  autoComplete?: string;
+  name?: string;
+  disabled?: boolean;
+  readOnly?: boolean;
+}
+
+/** A labelled text input; `onValue` gets the new text on every keystroke. */
+export function TextField({ label, value, onValue, hint, ...input }: { label: string; value: string; onValue: (value: string) => void; hint?: string } & InputProps) {
+  return (
+    <label class="field">
+      <span class="field-label">{label}</span>
+      <input {...input} value={value} onInput={(event) => onValue(event.currentTarget.value)} />
+      {hint && <span class="field-hint">{hint}</span>}
+    </label>
+  );
+}
+
+export function TextArea({ label, value, onValue, rows = 8, hint }: { label: string; value: string; onValue: (value: string) => void; rows?: number; hint?: string }) {
+  return (
+    <label class="field">
+      <span class="field-label">{label}</span>
+      <textarea rows={rows} value={value} onInput={(event) => onValue(event.currentTarget.value)} />
+      {hint && <span class="field-hint">{hint}</span>}
+    </label>
+  );
+}
+
+export function Select({ label, value, onValue, options }: { label: string; value: string; onValue: (value: string) => void; options: { value: string; label: string }[] }) {
+  return (
+    <label class="field">
+      <span class="field-label">{label}</span>
+      <select value={value} onChange={(event) => onValue(event.currentTarget.value)}>
+        {options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+export function Checkbox({ label, checked, onValue }: { label: string; checked: boolean; onValue: (checked: boolean) => void }) {
+  return (
+    <label class="field field-inline">
+      <input type="checkbox" checked={checked} onChange={(event) => onValue(event.currentTarget.checked)} />
+      <span class="field-label">{label}</span>
+    </label>
+  );
+}
+
+/** An error from the API, with its message as the server wrote it; announced to screen readers. */
+export function ErrorNote({ error }: { error: MailroomError | Error | null | undefined }) {
+  if (!error) return null;
+  return (
+    <p class="error" role="alert">
+      {error.message}
+    </p>
+  );
+}
+
+/** Shown while something loads. */
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="loading" role="status" aria-live="polite">
+      <progress aria-label={`Loading ${what}`} /> Loading {what}…
+    </p>
+  );
+}
+
+/** A secret the server shows only once (a key's token, a webhook's signing secret). */
+export function ShownOnce({ label, value }: { label: string; value: string }) {
+  return (
+    <div class="shown-once" role="status">
+      <label class="field">
+        <span class="field-label">{label}</span>
+        <input readOnly value={value} onFocus={(event) => event.currentTarget.select()} />
+      </label>
+      <p class="field-hint">Copy it now: it will not be shown again.</p>
+    </div>
+  );
+}
+
+export function PageHeading({ title, children }: { title: string; children?: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${title} · Mailroom`;
+  }, [title]);
+  return (
+    <header class="page-heading">
+      <h1>{title}</h1>
+      {children && <div class="actions">{children}</div>}
+    </header>
+  );
+}
+
+export function When({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span class="muted">—</span>;
+  return <time dateTime={iso}>{new Date(iso).toLocaleString()}</time>;
+}
+
+/** What a call to the client returns, reduced to what a page needs. */
+type Outcome<T> = { data: T; error?: undefined } | { data?: undefined; error: MailroomError };
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: MailroomError | undefined;
+  loading: boolean;
+  reload(): void;
+}
+
+/** Runs `load` when the page opens and whenever `deps` change; a slower, older answer never overwrites a newer one. */
+export function useLoad<T>(load: () => Promise<Outcome<T>>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: MailroomError; loading: boolean }>({ loading: true });
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => {
+    let current = true;
+    setState((previous) => ({ ...previous, loading: true }));
+    load().then(
+      (outcome) => current && setState({ data: outcome.data, error: outcome.error, loading: false }),
+      (error: Error) => current && setState({ error: { statusCode: 500, name: 'internal_server_error', message: error.message }, loading: false }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [...deps, generation]);
+  const reload = useCallback(() => setGeneration((n) => n + 1), []);
+  return { ...state, data: state.data, error: state.error, reload };
+}
+
+/**
+ * Cursor paging kept in the URL (`?after=…` or `?before=…`), so the browser's back button and a
+ * reload keep the page. `has_more` tells whether there is more in the direction of travel.
+ */
+export function useCursor(): { after?: string; before?: string } {
+  const { query } = useLocation();
+  const after = query.get('after') ?? undefined;
+  const before = query.get('before') ?? undefined;
+  return { ...(after && { after }), ...(before && { before }) };
+}
+
+export function Pager({ items, hasMore, path, extra = {} }: { items: { id: string }[]; hasMore: boolean; path: string; extra?: Record<string, string> }) {
+  const cursor = useCursor();
+  const backwards = Boolean(cursor.before);
+  const hasNext = backwards ? true : hasMore;
+  const hasPrevious = backwards ? hasMore : Boolean(cursor.after);
+  const to = (key: 'after' | 'before', id: string) => `${path}?${new URLSearchParams({ ...extra, [key]: id })}`;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button type="button" disabled={!hasPrevious || items.length === 0} onClick={() => navigate(to('before', items[0]!.id))}>
+        Previous page
+      </button>
+      <button type="button" disabled={!hasNext || items.length === 0} onClick={() => navigate(to('after', items.at(-1)!.id))}>
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+export { Link };

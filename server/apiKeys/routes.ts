@@ -1,0 +1,37 @@
+// API keys: create (the token shown once), list, rename and revoke, under /api-keys. Tokens are kept
+// only as hashes (./key.ts); the last full access key cannot be revoked, so the server stays manageable.
+import { Router } from 'express';
+import type { OperationHandler, Schemas } from '../api.ts';
+import { invalid, notFound } from '../errors.ts';
+import { cursorOf, listing } from '../paging.ts';
+import type { ApiKeyRecord } from '../store/apiKeys.ts';
+import type { Store } from '../store/index.ts';
+import { createKey } from './key.ts';
+
+const toApiKey = ({ id, name, permission, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, created_at, last_used_at });
+
+export function apiKeyRoutes(store: Store): Router {
+  const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {
+    const { id, key } = await createKey(store, req.body.name, req.body.permission ?? 'full_access');
+    res.status(201).json({ id, token: key });
+  };
+
+  const listApiKeys: OperationHandler<'listApiKeys'> = async (req, res) => {
+    const page = await listing('API key', () => store.apiKeys.listLive(req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toApiKey) });
+  };
+
+  const updateApiKey: OperationHandler<'updateApiKey'> = async (req, res) => {
+    if (!(await store.apiKeys.rename(req.params.api_key_id, req.body.name))) throw notFound('API key');
+    res.json({ object: 'api_key', id: req.params.api_key_id });
+  };
+
+  const deleteApiKey: OperationHandler<'deleteApiKey'> = async (req, res) => {
+    const outcome = await store.apiKeys.revokeUnlessLast(req.params.api_key_id, new Date().toISOString());
+    if (outcome === 'not_found') throw notFound('API key');
+    if (outcome === 'last_full_access') throw invalid('This is the last full access key; create another before revoking it.');
+    res.json({ object: 'api_key', id: req.params.api_key_id, deleted: true });
+  };
+
+  return Router().get('/', listApiKeys).post('/', createApiKey).patch('/:api_key_id', updateApiKey).delete('/:api_key_id', deleteApiKey);
+}
