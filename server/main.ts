@@ -8,7 +8,7 @@ import { startServer } from './server.ts';
 
 try {
   const config = loadConfig();
-  const running = await startServer(config);
+  const running = await startServer(config, { webhooks: config.deliveryWorker });
   // Beside main.js in the build; the thread reads the same environment, and is told the public URL
   // (with PORT=0, only the listening server knows its port).
   const delivery = config.deliveryWorker

@@ -10,6 +10,7 @@ import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeTok
 import { warnOfPlainHttp, type Config } from './config.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
+import { WebhookDispatcher } from './webhooks/dispatch.ts';
 
 export interface RunningServer {
   url: string;
@@ -30,7 +31,13 @@ export interface RunningServer {
 
 export async function startServer(
   config: Config,
-  options: { logger?: Logger; spec?: string; extraRoutes?: express.Router } = {},
+  options: {
+    logger?: Logger;
+    spec?: string;
+    extraRoutes?: express.Router;
+    /** Post webhooks from this thread too (`npm start`); see server/worker.ts for why here. */
+    webhooks?: boolean;
+  } = {},
 ): Promise<RunningServer> {
   // Asynchronous writes: under load, lines queue up and leave in one system call rather than one each.
   const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
@@ -49,6 +56,8 @@ export async function startServer(
     publicUrl ||= defaultPublicUrl(config.host, port);
     warnOfPlainHttp(config, publicUrl, logger);
     logger.info({ url, database: store.database.dialect }, 'Mailroom is listening');
+    const webhooks = options.webhooks ? new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks) : undefined;
+    webhooks?.start();
     return {
       url,
       publicUrl,
@@ -63,7 +72,7 @@ export async function startServer(
           logger.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: closing the connections still open');
           server.closeAllConnections();
         }, config.shutdownGraceMs);
-        await closed;
+        await Promise.all([closed, webhooks?.stop()]);
         clearTimeout(grace);
         await store.close();
         logger.flush();

@@ -1,9 +1,11 @@
 // The delivery worker, with the broadcast fan-out and the webhook outbox in loops beside it:
 // `npm run worker` runs them as a process (start any number of them on PostgreSQL), and `npm start`
-// runs them in a thread beside the HTTP server, so that building messages, writing a broadcast's
-// emails and posting webhooks never hold up a request. With INBOUND_SMTP_PORT, the listener for
-// bounces and complaint reports runs here too: beside the worker whose mail they answer, and off the
-// request path. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
+// runs them in a thread beside the HTTP server, so that building messages and writing a broadcast's
+// emails never hold up a request. In that thread the webhook outbox is left out: the server's own
+// thread posts webhooks (server/server.ts), which puts that work on the second core instead of
+// slowing delivery, and costs requests little, since a post is mostly waiting. With
+// INBOUND_SMTP_PORT, the listener for bounces and complaint reports runs here too: beside the worker
+// whose mail they answer, and off the request path. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { FanoutWorker } from './broadcasts/fanout.ts';
@@ -30,10 +32,10 @@ const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret)
 const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal }) : captureTransport();
 const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
 const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
-const webhooks = new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
+const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
 worker.start();
 fanout.start();
-webhooks.start();
+webhooks?.start();
 const inbound = config.inbound ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
@@ -51,7 +53,7 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
-  await Promise.all([worker.stop(), fanout.stop(), webhooks.stop(), inbound?.close()]);
+  await Promise.all([worker.stop(), fanout.stop(), webhooks?.stop(), inbound?.close()]);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

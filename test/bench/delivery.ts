@@ -1,6 +1,7 @@
 // End-to-end delivery, with webhooks off and on: emails accepted through the API, then a delivery
-// worker process (the bench target `deliver`, with the webhook outbox worker beside it as in
-// server/worker.ts) hands them to an SMTP sink process over pooled connections. A run is measured from
+// worker process (the bench target `deliver`, the delivery thread of `npm start` as a process) hands
+// them to an SMTP sink process over pooled connections, while the server (the target `mailroom`)
+// posts the webhooks, as `npm start`'s main thread does. A run is measured from
 // the worker's start to the last email's outcome recorded. Each size runs without a webhook and with
 // one enabled webhook subscribed to every email event type, posting to a receiver on 127.0.0.1 that
 // answers 200 at once; the two alternate, and the medians are compared. Run by `npm run bench`.

@@ -24,10 +24,10 @@ delay.enable();
 
 let received = 0;
 let worker: DeliveryWorker | undefined;
-let webhooks: WebhookDispatcher | undefined;
 
 async function listen(): Promise<string> {
-  if (kind === 'mailroom') return (await startServer({ ...loadConfig(), port: 0 })).url;
+  // As `npm start` runs it: the webhook outbox beside the HTTP server, the delivery worker apart (`deliver`).
+  if (kind === 'mailroom') return (await startServer({ ...loadConfig(), port: 0 }, { webhooks: true })).url;
   if (kind === 'sink') {
     const sink = new SMTPServer({
       authOptional: true,
@@ -78,12 +78,9 @@ async function listen(): Promise<string> {
   if (kind === 'deliver') {
     const config = loadConfig();
     const store = await openStore(config);
+    // The delivery thread of `npm start`, as a process: the webhook outbox runs in `mailroom`, as there.
     worker = new DeliveryWorker(store, smtpTransport(config.smtpUrl!), pino({ level: 'warn' }), { ...config.delivery, idleMs: 20 });
-    // Beside the delivery worker, as in server/worker.ts, with its own settings: whether or not a
-    // webhook exists, it polls the outbox as it would in production.
-    webhooks = new WebhookDispatcher(store, pino({ level: 'warn' }), config.webhooks);
     worker.start();
-    webhooks.start();
     return 'worker';
   }
   // The fixed bodies, by request URL, as the full server answered them.
@@ -113,5 +110,5 @@ process.on('message', (message) => {
   if (message === 'stats') {
     process.send!({ peakRssBytes: process.resourceUsage().maxRSS * 1024, maxEventLoopDelayMs: delay.max / 1e6, received });
   }
-  if (message === 'stop') void Promise.all([worker?.stop(), webhooks?.stop()]).then(() => process.exit(0));
+  if (message === 'stop') void Promise.resolve(worker?.stop()).then(() => process.exit(0));
 });
