@@ -1,9 +1,110 @@
-// Contacts: the list, newest first, a page at a time.
+// Contacts: the list, newest first, a page at a time; find one by address; create one; and one
+// contact's page, to edit it, delete it and manage its segments.
+import { useState } from 'preact/hooks';
+import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
+import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, useCursor, useLoad, When } from '../ui.tsx';
+import { Checkbox, ErrorNote, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
+
+type Contact = MailroomSchemas['Contact'];
+type PropertyRow = { key: string; value: string };
+
+const rowsOf = (properties: Record<string, string>): PropertyRow[] => Object.entries(properties).map(([key, value]) => ({ key, value }));
+const propertiesOf = (rows: PropertyRow[]): Record<string, string> => Object.fromEntries(rows.filter((row) => row.key.trim()).map((row) => [row.key.trim(), row.value]));
+
+/** Key and value rows for a contact's custom properties. */
+function PropertiesEditor({ rows, onRows }: { rows: PropertyRow[]; onRows: (rows: PropertyRow[]) => void }) {
+  const change = (index: number, part: Partial<PropertyRow>) => onRows(rows.map((row, i) => (i === index ? { ...row, ...part } : row)));
+  return (
+    <fieldset class="properties">
+      <legend>Properties</legend>
+      {rows.map((row, index) => (
+        <div class="row" key={index}>
+          <TextField label={`Property ${index + 1} name`} value={row.key} onValue={(key) => change(index, { key })} />
+          <TextField label={`Property ${index + 1} value`} value={row.value} onValue={(value) => change(index, { value })} />
+          <button type="button" class="secondary" onClick={() => onRows(rows.filter((_, i) => i !== index))}>
+            Remove property {index + 1}
+          </button>
+        </div>
+      ))}
+      <button type="button" class="secondary" onClick={() => onRows([...rows, { key: '', value: '' }])}>
+        Add property
+      </button>
+    </fieldset>
+  );
+}
+
+function FindContact() {
+  const client = useClient();
+  const [email, setEmail] = useState('');
+  const [error, setError] = useState<MailroomError | null>(null);
+  return (
+    <form
+      class="panel"
+      role="search"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        const { data, error } = await client.contacts.get(email.trim());
+        if (data) navigate(`/contacts/${data.id}`);
+        else setError(error.statusCode === 404 ? { ...error, message: 'No contact has this address.' } : error);
+      }}
+    >
+      <div class="row">
+        <TextField label="Email address" type="email" value={email} onValue={setEmail} required />
+        <button type="submit">Find</button>
+      </div>
+      <ErrorNote error={error} />
+    </form>
+  );
+}
+
+function NewContact({ onCreated }: { onCreated: () => void }) {
+  const client = useClient();
+  const [email, setEmail] = useState('');
+  const [firstName, setFirstName] = useState('');
+  const [lastName, setLastName] = useState('');
+  const [unsubscribed, setUnsubscribed] = useState(false);
+  const [rows, setRows] = useState<PropertyRow[]>([]);
+  const [error, setError] = useState<MailroomError | null>(null);
+  return (
+    <form
+      class="panel"
+      aria-labelledby="new-contact"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        const { error } = await client.contacts.create({
+          email: email.trim(),
+          ...(firstName && { first_name: firstName }),
+          ...(lastName && { last_name: lastName }),
+          unsubscribed,
+          properties: propertiesOf(rows),
+        });
+        setError(error ?? null);
+        if (error) return;
+        setEmail('');
+        setFirstName('');
+        setLastName('');
+        setUnsubscribed(false);
+        setRows([]);
+        onCreated();
+      }}
+    >
+      <h2 id="new-contact">New contact</h2>
+      <div class="row">
+        <TextField label="Email" type="email" value={email} onValue={setEmail} required />
+        <TextField label="First name" value={firstName} onValue={setFirstName} />
+        <TextField label="Last name" value={lastName} onValue={setLastName} />
+      </div>
+      <Checkbox label="Unsubscribed" checked={unsubscribed} onValue={setUnsubscribed} />
+      <PropertiesEditor rows={rows} onRows={setRows} />
+      <ErrorNote error={error} />
+      <button type="submit">Create contact</button>
+    </form>
+  );
+}
 
 function ContactList() {
   const client = useClient();
@@ -12,6 +113,10 @@ function ContactList() {
   return (
     <>
       <PageHeading title="Contacts" />
+      <div class="columns">
+        <FindContact />
+        <NewContact onCreated={() => (cursor.after || cursor.before ? navigate('/contacts') : list.reload())} />
+      </div>
       <ErrorNote error={list.error} />
       {list.loading && <Loading what="contacts" />}
       {list.data && (
@@ -48,4 +153,153 @@ function ContactList() {
   );
 }
 
-export const contactRoutes: Route[] = [{ path: '/contacts', page: ContactList }];
+function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => void }) {
+  const client = useClient();
+  const [firstName, setFirstName] = useState(contact.first_name ?? '');
+  const [lastName, setLastName] = useState(contact.last_name ?? '');
+  const [unsubscribed, setUnsubscribed] = useState(contact.unsubscribed);
+  const [rows, setRows] = useState<PropertyRow[]>(rowsOf(contact.properties));
+  const [error, setError] = useState<MailroomError | null>(null);
+  const [saved, setSaved] = useState(false);
+  return (
+    <form
+      class="panel"
+      aria-labelledby="edit-contact"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        const next = propertiesOf(rows);
+        // A property left out keeps its value: the ones removed here are sent as null.
+        const removed = Object.fromEntries(Object.keys(contact.properties).filter((key) => !(key in next)).map((key) => [key, null]));
+        const { error } = await client.contacts.update(contact.id, {
+          first_name: firstName || null,
+          last_name: lastName || null,
+          unsubscribed,
+          properties: { ...removed, ...next },
+        });
+        setError(error ?? null);
+        setSaved(!error);
+        if (!error) onSaved();
+      }}
+    >
+      <h2 id="edit-contact">Details</h2>
+      <div class="row">
+        <TextField label="First name" value={firstName} onValue={setFirstName} />
+        <TextField label="Last name" value={lastName} onValue={setLastName} />
+      </div>
+      <Checkbox label="Unsubscribed" checked={unsubscribed} onValue={setUnsubscribed} />
+      <PropertiesEditor rows={rows} onRows={setRows} />
+      <ErrorNote error={error} />
+      {saved && (
+        <p class="notice" role="status">
+          Saved.
+        </p>
+      )}
+      <button type="submit">Save contact</button>
+    </form>
+  );
+}
+
+function ContactSegments({ contactId }: { contactId: string }) {
+  const client = useClient();
+  const memberships = useLoad(() => client.GET('/contacts/{contact_id}/segments', { params: { path: { contact_id: contactId } } }), [contactId]);
+  const segments = useLoad(() => client.GET('/segments'), []);
+  const [chosen, setChosen] = useState('');
+  const [error, setError] = useState<MailroomError | null>(null);
+  const path = (segmentId: string) => ({ params: { path: { contact_id: contactId, segment_id: segmentId } } });
+  const inSegments = new Set(memberships.data?.data.map((segment) => segment.id));
+  const others = (segments.data?.data ?? []).filter((segment) => !inSegments.has(segment.id));
+  return (
+    <section class="panel" aria-labelledby="contact-segments">
+      <h2 id="contact-segments">Segments</h2>
+      <ErrorNote error={memberships.error ?? segments.error ?? error} />
+      {memberships.loading && <Loading what="segments" />}
+      {memberships.data && memberships.data.data.length === 0 && <p>In no segment.</p>}
+      <ul>
+        {memberships.data?.data.map((segment) => (
+          <li key={segment.id}>
+            <Link to={`/segments/${segment.id}`}>{segment.name}</Link>{' '}
+            <button
+              type="button"
+              class="secondary"
+              onClick={async () => {
+                const { error } = await client.DELETE('/contacts/{contact_id}/segments/{segment_id}', path(segment.id));
+                setError(error ?? null);
+                memberships.reload();
+              }}
+            >
+              Remove from {segment.name}
+            </button>
+          </li>
+        ))}
+      </ul>
+      {others.length > 0 && (
+        <form
+          class="row"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            const segmentId = chosen || others[0]!.id;
+            const { error } = await client.POST('/contacts/{contact_id}/segments/{segment_id}', path(segmentId));
+            setError(error ?? null);
+            memberships.reload();
+          }}
+        >
+          <Select label="Segment" value={chosen || others[0]!.id} onValue={setChosen} options={others.map((segment) => ({ value: segment.id, label: segment.name }))} />
+          <button type="submit">Add to segment</button>
+        </form>
+      )}
+    </section>
+  );
+}
+
+function ContactPage({ id }: Record<string, string>) {
+  const client = useClient();
+  const contact = useLoad(() => client.contacts.get(id!), [id]);
+  const [error, setError] = useState<MailroomError | null>(null);
+  return (
+    <>
+      <PageHeading title={contact.data?.email ?? 'Contact'}>
+        <button
+          type="button"
+          class="danger"
+          disabled={!contact.data}
+          onClick={async () => {
+            if (!confirm(`Delete ${contact.data!.email}? This cannot be undone.`)) return;
+            const { error } = await client.contacts.remove(id!);
+            if (error) setError(error);
+            else navigate('/contacts');
+          }}
+        >
+          Delete contact
+        </button>
+      </PageHeading>
+      <p>
+        <Link to="/contacts">All contacts</Link>
+      </p>
+      <ErrorNote error={contact.error ?? error} />
+      {contact.loading && !contact.data && <Loading what="the contact" />}
+      {contact.data && (
+        <div class="columns">
+          <div>
+            <dl class="facts panel">
+              <dt>Email</dt>
+              <dd>{contact.data.email}</dd>
+              <dt>Id</dt>
+              <dd>{contact.data.id}</dd>
+              <dt>Created</dt>
+              <dd>
+                <When iso={contact.data.created_at} />
+              </dd>
+            </dl>
+            <EditContact contact={contact.data} key={contact.data.id} onSaved={contact.reload} />
+          </div>
+          <ContactSegments contactId={contact.data.id} />
+        </div>
+      )}
+    </>
+  );
+}
+
+export const contactRoutes: Route[] = [
+  { path: '/contacts', page: ContactList },
+  { path: '/contacts/:id', page: ContactPage },
+];
