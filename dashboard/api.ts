@@ -4,4 +4,4 @@ import { createMailroomClient, type MailroomClient, type MailroomError, type Mai
 
 export type { MailroomClient, MailroomError, MailroomSchemas, OperationData };
 
-export const connect = (apiKey: string): MailroomClient => createMailroomClient({ baseUrl: location.origin, apiKey });
+export const connect = (apiKey: string): MailroomClient => createMailroomClient({ baseUrl: location.origin, apiKey, retry: true });

@@ -3278,6 +3278,11 @@ export interface components {
         /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
         EmailListBefore: components["schemas"]["Uuid"];
         /**
+         * @description Return only the emails whose last event is this one.
+         * @example bounced
+         */
+        EmailListLastEvent: components["schemas"]["EmailEvent"];
+        /**
          * @description The template's id, or its alias.
          * @example welcome-email
          */
@@ -3367,6 +3372,11 @@ export interface operations {
                 after?: components["parameters"]["EmailListAfter"];
                 /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
                 before?: components["parameters"]["EmailListBefore"];
+                /**
+                 * @description Return only the emails whose last event is this one.
+                 * @example bounced
+                 */
+                last_event?: components["parameters"]["EmailListLastEvent"];
             };
             header?: never;
             path?: never;

@@ -1,11 +1,11 @@
 // Emails: send one, send a batch, list them, retrieve one with its last delivery event, and its
 // events. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
 // personalized for its contact (the list shows the stored subject, so that a page costs one query).
-import { Router, type Response } from 'express';
-import type { OperationHandler, Schemas } from '../api.ts';
+import { Router, type RequestHandler, type Response } from 'express';
+import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
-import { invalid, notFound } from '../errors.ts';
+import { ApiError, invalid, notFound } from '../errors.ts';
 import type { EmailRecord, ListedEmail } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
@@ -47,9 +47,19 @@ export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router 
   };
 
   const listEmails: OperationHandler<'listEmails'> = async (req, res) => {
-    const { limit = DEFAULT_PAGE } = req.query;
-    const page = await listing('email', () => store.emails.page(limit, cursorOf(req.query)));
+    const { limit = DEFAULT_PAGE, last_event } = req.query;
+    const page = await listing('email', () => store.emails.page(limit, cursorOf(req.query), last_event));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toEmailSummary) });
+  };
+
+  // Only the capture store keeps the message as it was delivered; a relay's copy is the relay's.
+  const getEmailRaw: RequestHandler<PathParams<'getEmailRaw'>> = async (req, res) => {
+    const raw = await store.emails.capturedMessage(req.params.email_id);
+    if (raw === undefined) {
+      if (!(await store.emails.find(req.params.email_id))) throw notFound('Email');
+      throw new ApiError(404, 'not_found', 'No raw message is kept for this email; only emails delivered to the capture store have one.');
+    }
+    res.type('message/rfc822').send(raw);
   };
 
   const listEmailEvents: OperationHandler<'listEmailEvents'> = async (req, res) => {
@@ -63,7 +73,8 @@ export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router 
     .post('/', sendEmail)
     .post('/batch', sendBatchEmails)
     .get('/:email_id', getEmail)
-    .get('/:email_id/events', listEmailEvents);
+    .get('/:email_id/events', listEmailEvents)
+    .get('/:email_id/raw', getEmailRaw);
 }
 
 function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {

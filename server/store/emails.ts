@@ -60,8 +60,13 @@ export class EmailStore {
   }
 
   /** One page of at most `limit` emails, newest first, over the emails_newest_first index. */
-  page(limit: number, cursor: Cursor): Promise<Page<ListedEmail>> {
-    return keysetPage(this.db.selectFrom('emails').select(LISTED), this.order, limit, cursor);
+  /**
+   * A page of the log, newest first, of every email or those whose last event is `lastEvent`. The
+   * filter walks the newest-first index: an index on the status would be rewritten by every delivery.
+   */
+  page(limit: number, cursor: Cursor, lastEvent?: EmailEvent): Promise<Page<ListedEmail>> {
+    const query = this.db.selectFrom('emails').select(LISTED);
+    return keysetPage(lastEvent ? query.where('last_event', '=', lastEvent) : query, this.order, limit, cursor);
   }
 
   /** Claims up to `limit` due emails for `leaseMs`, oldest due first. */
