@@ -14,6 +14,9 @@ COPY client/package.json client/
 RUN npm ci --no-audit --no-fund
 COPY server server
 COPY openapi.yaml ./
+# The dashboard's bundle is built from its sources and the client package's.
+COPY dashboard dashboard
+COPY client/*.ts client/
 # The image runs the bundle, so neither esbuild (only npm start's build needs it) nor the workspace
 # link to the client (not copied into the image) are kept; /data becomes the volume's mount point.
 RUN npm run build \

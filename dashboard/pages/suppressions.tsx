@@ -1,5 +1,97 @@
-// Not built yet: the page says so rather than pretending.
+// Suppressions: the addresses no email goes to, filtered by why; add one, remove one.
+import { useState } from 'preact/hooks';
+import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
-import { PageHeading } from '../ui.tsx';
+import { navigate, useLocation } from '../router.tsx';
+import { useClient } from '../session.tsx';
+import { ErrorNote, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
-export const suppressionRoutes: Route[] = [{ path: '/suppressions', page: () => <><PageHeading title="Suppressions" /><p>This page is not built yet.</p></> }];
+type Origin = MailroomSchemas['SuppressionOrigin'];
+const ORIGINS: Record<Origin, string> = { bounce: 'Bounce', complaint: 'Complaint', manual: 'Added by hand' };
+const isOrigin = (value: string | null): value is Origin => value !== null && Object.hasOwn(ORIGINS, value);
+
+function Suppressions() {
+  const client = useClient();
+  const cursor = useCursor();
+  const given = useLocation().query.get('origin');
+  const origin = isOrigin(given) ? given : undefined;
+  const list = useLoad(() => client.GET('/suppressions', { params: { query: { limit: 50, ...(origin && { origin }), ...cursor } } }), [origin, cursor.after, cursor.before]);
+  const [email, setEmail] = useState('');
+  const [error, setError] = useState<MailroomError | null>(null);
+
+  async function remove(suppression: MailroomSchemas['Suppression']) {
+    if (!confirm(`Remove ${suppression.email} from the suppression list? Email to it will be sent again.`)) return;
+    const { error } = await client.DELETE('/suppressions/{suppression}', { params: { path: { suppression: suppression.id } } });
+    setError(error ?? null);
+    list.reload();
+  }
+
+  return (
+    <>
+      <PageHeading title="Suppressions" />
+      <div class="columns">
+        <form
+          class="panel row"
+          aria-label="Suppress an address"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            const { error } = await client.POST('/suppressions', { body: { email: email.trim() } });
+            setError(error ?? null);
+            if (error) return;
+            setEmail('');
+            list.reload();
+          }}
+        >
+          <TextField label="Email address" type="email" value={email} onValue={setEmail} required />
+          <button type="submit">Suppress address</button>
+        </form>
+        <form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
+          <Select
+            label="Origin"
+            value={origin ?? ''}
+            onValue={(value) => navigate(value ? `/suppressions?origin=${value}` : '/suppressions')}
+            options={[{ value: '', label: 'All' }, ...Object.entries(ORIGINS).map(([value, label]) => ({ value, label }))]}
+          />
+        </form>
+      </div>
+      <ErrorNote error={list.error ?? error} />
+      {list.loading && <Loading what="suppressions" />}
+      {list.data && (
+        <>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Address</th>
+                <th scope="col">Origin</th>
+                <th scope="col">Since</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.data.map((suppression) => (
+                <tr key={suppression.id}>
+                  <td>{suppression.email}</td>
+                  <td>{ORIGINS[suppression.origin]}</td>
+                  <td>
+                    <When iso={suppression.created_at} />
+                  </td>
+                  <td>
+                    <button type="button" class="danger" onClick={() => remove(suppression)}>
+                      Remove {suppression.email}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {list.data.data.length === 0 && <p>No suppressed addresses here.</p>}
+          <Pager items={list.data.data} hasMore={list.data.has_more} path="/suppressions" extra={origin ? { origin } : {}} />
+        </>
+      )}
+    </>
+  );
+}
+
+export const suppressionRoutes: Route[] = [{ path: '/suppressions', page: Suppressions }];

@@ -1,5 +1,131 @@
-// Not built yet: the page says so rather than pretending.
+// Webhooks: the endpoints that receive events; a new one (its signing secret shown once), turning
+// one off and on, deleting one.
+import { useState } from 'preact/hooks';
+import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
-import { PageHeading } from '../ui.tsx';
+import { useClient } from '../session.tsx';
+import { Checkbox, ErrorNote, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
 
-export const webhookRoutes: Route[] = [{ path: '/webhooks', page: () => <><PageHeading title="Webhooks" /><p>This page is not built yet.</p></> }];
+type EventType = MailroomSchemas['WebhookEventType'];
+// A Record, so that the compiler names any event type the contract adds and this page lacks.
+const EVENT_TYPES: Record<EventType, true> = {
+  'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true, 'email.complained': true,
+  'email.failed': true, 'email.suppressed': true, 'email.canceled': true, 'contact.created': true, 'contact.updated': true, 'contact.deleted': true,
+};
+const ALL = Object.keys(EVENT_TYPES) as EventType[];
+
+function Webhooks() {
+  const client = useClient();
+  const webhooks = useLoad(() => client.GET('/webhooks'), []);
+  const [endpoint, setEndpoint] = useState('');
+  const [events, setEvents] = useState<Set<EventType>>(new Set(['email.sent', 'email.delivered', 'email.bounced', 'email.complained']));
+  const [secret, setSecret] = useState<string | null>(null);
+  const [createError, setCreateError] = useState<MailroomError | null>(null);
+  const [rowError, setRowError] = useState<MailroomError | null>(null);
+  const path = (id: string) => ({ params: { path: { webhook_id: id } } });
+
+  async function setStatus(webhook: MailroomSchemas['WebhookSummary'], status: MailroomSchemas['WebhookStatus']) {
+    const { error } = await client.PATCH('/webhooks/{webhook_id}', { ...path(webhook.id), body: { status } });
+    setRowError(error ?? null);
+    webhooks.reload();
+  }
+
+  async function remove(webhook: MailroomSchemas['WebhookSummary']) {
+    if (!confirm(`Delete the webhook to ${webhook.endpoint}? Events it is still owed are dropped.`)) return;
+    const { error } = await client.DELETE('/webhooks/{webhook_id}', path(webhook.id));
+    setRowError(error ?? null);
+    webhooks.reload();
+  }
+
+  return (
+    <>
+      <PageHeading title="Webhooks" />
+      <form
+        class="panel"
+        aria-labelledby="new-webhook"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          const { data, error } = await client.POST('/webhooks', { body: { endpoint: endpoint.trim(), events: ALL.filter((type) => events.has(type)) } });
+          setCreateError(error ?? null);
+          setSecret(data?.signing_secret ?? null);
+          if (!data) return;
+          setEndpoint('');
+          webhooks.reload();
+        }}
+      >
+        <h2 id="new-webhook">New webhook</h2>
+        <TextField label="Endpoint URL" type="url" value={endpoint} onValue={setEndpoint} required placeholder="https://hooks.example.com/mailroom" />
+        <fieldset>
+          <legend>Events</legend>
+          <div class="checks">
+            {ALL.map((type) => (
+              <Checkbox
+                key={type}
+                label={type}
+                checked={events.has(type)}
+                onValue={(checked) => {
+                  const next = new Set(events);
+                  if (checked) next.add(type);
+                  else next.delete(type);
+                  setEvents(next);
+                }}
+              />
+            ))}
+          </div>
+        </fieldset>
+        <ErrorNote error={createError} />
+        <button type="submit">Create webhook</button>
+        {secret && <ShownOnce label="Signing secret" value={secret} />}
+      </form>
+      <ErrorNote error={webhooks.error ?? rowError} />
+      {webhooks.loading && !webhooks.data && <Loading what="webhooks" />}
+      {webhooks.data && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Endpoint</th>
+              <th scope="col">Events</th>
+              <th scope="col">Status</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {webhooks.data.data.map((webhook) => (
+              <tr key={webhook.id}>
+                <td>{webhook.endpoint}</td>
+                <td>{webhook.events.join(', ')}</td>
+                <td>
+                  <span class={`status status-${webhook.status}`}>{webhook.status}</span>
+                  {webhook.status_reason && <p class="field-hint">{webhook.status_reason}</p>}
+                </td>
+                <td>
+                  <When iso={webhook.created_at} />
+                </td>
+                <td class="actions">
+                  {webhook.status === 'enabled' ? (
+                    <button type="button" class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
+                      Disable
+                    </button>
+                  ) : (
+                    <button type="button" class="secondary" onClick={() => setStatus(webhook, 'enabled')}>
+                      Enable
+                    </button>
+                  )}
+                  <button type="button" class="danger" onClick={() => remove(webhook)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {webhooks.data?.data.length === 0 && <p>No webhooks yet.</p>}
+    </>
+  );
+}
+
+export const webhookRoutes: Route[] = [{ path: '/webhooks', page: Webhooks }];

@@ -67,6 +67,13 @@ describe.skipIf(!installed)('the container image', () => {
       expect(health, await podman(['logs', container])).toBe(200);
       // The image's own HEALTHCHECK command, run in the container.
       await podman(['healthcheck', 'run', container]);
+      // The dashboard is built into the image: its page, with its policy, and its script.
+      const dashboard = await fetch(`${url}/dashboard/contacts`);
+      expect(dashboard.status).toBe(200);
+      expect(dashboard.headers.get('content-security-policy')).toContain("script-src 'self'");
+      const script = /src="(\/dashboard\/assets\/dashboard\.js[^"]*)"/.exec(await dashboard.text())?.[1];
+      const bundle = await fetch(`${url}${script}`);
+      expect([bundle.status, bundle.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
 
       const batch = await fetch(`${url}/emails/batch`, {
         method: 'POST',
