@@ -1,8 +1,10 @@
 // Templates, found by id or alias.
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Tables, TemplateTable } from './database.ts';
+import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type TemplateRecord = Selectable<TemplateTable>;
+export type TemplateChanges = Pick<Updateable<TemplateTable>, 'name' | 'alias' | 'from_address' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
 
 export class TemplateStore {
   constructor(private readonly db: Kysely<Tables>) {}
@@ -26,6 +28,48 @@ export class TemplateStore {
       .where((eb) => eb.or([eb('id', '=', idOrAlias), eb('alias', '=', idOrAlias)]))
       .execute();
     return rows.find((row) => row.id === idOrAlias) ?? rows[0];
+  }
+
+  /** Templates newest first: one page, or (without `limit`) all of them beyond the cursor. */
+  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TemplateRecord>> {
+    const query = this.db.selectFrom('templates').selectAll();
+    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
+    return { records: await keysetAll(query, this.order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
+  }
+
+  private readonly order: Order = {
+    time: 'created_at',
+    id: 'id',
+    position: (id) => this.db.selectFrom('templates').select(['created_at as time', 'id']).where('id', '=', id).executeTakeFirst(),
+  };
+
+  /**
+   * Changes the draft content (the published version, which sends use, stays as it was); 'alias_taken'
+   * when another template has the new alias. The check and the change are one transaction, and the
+   * unique index stands behind both.
+   */
+  async update(id: string, changes: TemplateChanges, at: string): Promise<'updated' | 'alias_taken'> {
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        if (changes.alias) {
+          const holder = await tx.selectFrom('templates').select('id').where('alias', '=', changes.alias).where('id', '!=', id).executeTakeFirst();
+          if (holder) return 'alias_taken';
+        }
+        await tx.updateTable('templates').set({ ...changes, updated_at: at }).where('id', '=', id).execute();
+        return 'updated';
+      });
+    } catch (error) {
+      // Two templates renamed to one alias at once on PostgreSQL: the index refuses the second.
+      const code = (error as { code?: string }).code;
+      if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE') return 'alias_taken';
+      throw error;
+    }
+  }
+
+  /** Deletes the template; emails sent from it keep what they were rendered with. False if there was none. */
+  async remove(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('templates').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) === 1;
   }
 
   async publish(id: string, published: string, at: string): Promise<void> {

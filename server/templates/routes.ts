@@ -1,9 +1,10 @@
-// Templates: create a draft, publish it, retrieve it by id or alias.
+// Templates: create a draft, change it, publish it, list, retrieve and delete them by id or alias.
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound, quoted } from '../errors.ts';
+import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 
@@ -13,9 +14,7 @@ export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | '
 export function templateRoutes(store: Store): Router {
   const createTemplate: OperationHandler<'createTemplate'> = async (req, res) => {
     const { name, alias, from, subject, reply_to, html, text, variables = [] } = req.body;
-    const keys = variables.map((v) => v.key);
-    const repeated = keys.find((key, i) => keys.indexOf(key) !== i);
-    if (repeated) throw invalid(`The template variable \`${repeated}\` is declared twice.`);
+    checkVariables(variables);
     const badAddress = invalidMailbox('from', mailboxList(from)) ?? invalidMailbox('reply_to', mailboxList(reply_to));
     if (badAddress) throw invalid(badAddress);
     const now = new Date().toISOString();
@@ -29,7 +28,7 @@ export function templateRoutes(store: Store): Router {
       reply_to: reply_to === undefined ? null : JSON.stringify(mailboxList(reply_to)),
       html,
       text: text ?? null,
-      variables: JSON.stringify(variables.map((v) => ({ key: v.key, type: v.type, fallback_value: v.fallback_value ?? null }))),
+      variables: storedVariables(variables),
       published: null,
       created_at: now,
       updated_at: now,
@@ -37,6 +36,43 @@ export function templateRoutes(store: Store): Router {
     };
     if (!(await store.templates.insert(record))) throw invalid(`A template with the alias ${quoted(alias!)} already exists.`);
     res.status(201).json({ object: 'template', id: record.id });
+  };
+
+  const listTemplates: OperationHandler<'listTemplates'> = async (req, res) => {
+    const page = await listing('template', () => store.templates.list(req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
+  };
+
+  // Changes the draft only: sends keep using the published version until the next publish.
+  const updateTemplate: OperationHandler<'updateTemplate'> = async (req, res) => {
+    const record = await store.templates.find(req.params.template_id);
+    if (!record) throw notFound('Template');
+    const { name, alias, from, subject, reply_to, html, text, variables } = req.body;
+    if (variables) checkVariables(variables);
+    const badAddress = invalidMailbox('from', mailboxList(from)) ?? invalidMailbox('reply_to', mailboxList(reply_to));
+    if (badAddress) throw invalid(badAddress);
+    const outcome = await store.templates.update(
+      record.id,
+      {
+        ...(name !== undefined && { name }),
+        ...(alias !== undefined && { alias }),
+        ...(from !== undefined && { from_address: from }),
+        ...(subject !== undefined && { subject }),
+        ...(reply_to !== undefined && { reply_to: reply_to === null ? null : JSON.stringify(mailboxList(reply_to)) }),
+        ...(html !== undefined && { html }),
+        ...(text !== undefined && { text }),
+        ...(variables !== undefined && { variables: storedVariables(variables) }),
+      },
+      new Date().toISOString(),
+    );
+    if (outcome === 'alias_taken') throw invalid(`A template with the alias ${quoted(alias!)} already exists.`);
+    res.json({ object: 'template', id: record.id });
+  };
+
+  const deleteTemplate: OperationHandler<'deleteTemplate'> = async (req, res) => {
+    const record = await store.templates.find(req.params.template_id);
+    if (!record || !(await store.templates.remove(record.id))) throw notFound('Template');
+    res.json({ object: 'template', id: record.id, deleted: true });
   };
 
   const getTemplate: OperationHandler<'getTemplate'> = async (req, res) => {
@@ -54,7 +90,27 @@ export function templateRoutes(store: Store): Router {
     res.json({ object: 'template', id: record.id });
   };
 
-  return Router().post('/', createTemplate).get('/:template_id', getTemplate).post('/:template_id/publish', publishTemplate);
+  return Router()
+    .get('/', listTemplates)
+    .post('/', createTemplate)
+    .get('/:template_id', getTemplate)
+    .patch('/:template_id', updateTemplate)
+    .delete('/:template_id', deleteTemplate)
+    .post('/:template_id/publish', publishTemplate);
+}
+
+type Variables = Schemas['TemplateVariable'][];
+
+function checkVariables(variables: Variables): void {
+  const keys = variables.map((v) => v.key);
+  const repeated = keys.find((key, i) => keys.indexOf(key) !== i);
+  if (repeated) throw invalid(`The template variable \`${repeated}\` is declared twice.`);
+}
+
+const storedVariables = (variables: Variables) => JSON.stringify(variables.map((v) => ({ key: v.key, type: v.type, fallback_value: v.fallback_value ?? null })));
+
+function toSummary({ id, name, alias, status, created_at, updated_at, published_at }: TemplateRecord): Schemas['TemplateSummary'] {
+  return { object: 'template', id, name, alias, status, created_at, updated_at, published_at };
 }
 
 function toTemplate(record: TemplateRecord): Schemas['Template'] {
