@@ -77,6 +77,28 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({ subject: 'Welcome', html: '<p>Hi Ann</p>' });
   });
 
+  it('templates.update, list and remove', async () => {
+    const created = await resend.templates.create({ name: 'Reset', alias: `sdk-reset-${backend}`, html: '<p>Reset</p>' });
+    expect((await resend.templates.update(created.data!.id, { subject: 'Reset your password', replyTo: 'help@acme.dev', variables: [{ key: 'URL', type: 'string', fallbackValue: 'x' }] })).data).toMatchObject({ object: 'template', id: created.data!.id });
+    expect((await resend.templates.get(created.data!.id)).data).toMatchObject({ subject: 'Reset your password', reply_to: ['help@acme.dev'], variables: [{ key: 'URL', type: 'string', fallback_value: 'x' }], html: '<p>Reset</p>' });
+    const listed = await resend.templates.list({ limit: 1 });
+    expect(listed.error).toBeNull();
+    expect(listed.data).toMatchObject({ object: 'list', has_more: true, data: [{ id: created.data!.id, name: 'Reset', alias: `sdk-reset-${backend}`, status: 'draft' }] });
+    expect((await resend.templates.remove(`sdk-reset-${backend}`)).data).toMatchObject({ object: 'template', id: created.data!.id, deleted: true });
+    expect((await resend.templates.get(created.data!.id)).error).toMatchObject({ name: 'not_found', statusCode: 404 });
+  });
+
+  it('apiKeys.create, list, update and remove', async () => {
+    const created = await resend.apiKeys.create({ name: 'SDK key', permission: 'sending_access' });
+    expect(created).toMatchObject({ data: { id: uuid, token: expect.stringMatching(/^re_/) }, error: null });
+    const listed = await resend.apiKeys.list();
+    expect(listed.error).toBeNull();
+    expect(listed.data?.data.find((key) => key.id === created.data!.id)).toMatchObject({ name: 'SDK key', created_at: expect.any(String), last_used_at: null });
+    expect((await resend.apiKeys.update(created.data!.id, { name: 'SDK key, renamed' })).data).toMatchObject({ object: 'api_key', id: created.data!.id });
+    expect((await resend.apiKeys.remove(created.data!.id)).data).toMatchObject({ object: 'api_key', id: created.data!.id, deleted: true });
+    expect((await resend.apiKeys.list()).data?.data.map((key) => key.id)).not.toContain(created.data!.id);
+  });
+
   it('broadcasts.create and get, and errors with the right name and status', async () => {
     const created = await resend.broadcasts.create({ segmentId: SEGMENT, from: 'news@acme.dev', subject: 'News', html: '<p>{{{FIRST_NAME|there}}}</p>', name: 'News' });
     expect(created).toMatchObject({ data: { id: uuid }, error: null });
