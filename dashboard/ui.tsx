@@ -1,7 +1,7 @@
 // The pieces every page is made of. Each form control has a visible label naming its field, actions
 // are buttons with words, an API error is shown next to its form, and a list shows that it is loading.
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useState } from 'preact/hooks';
 import type { MailroomError } from './api.ts';
 import { Link, navigate, useLocation } from './router.tsx';
 
@@ -16,48 +16,68 @@ interface InputProps {
   readOnly?: boolean;
 }
 
-/** A labelled text input; `onValue` gets the new text on every keystroke. */
+/** A labelled text input; `onValue` gets the new text on every keystroke. A hint is described, not part of the label. */
 export function TextField({ label, value, onValue, hint, ...input }: { label: string; value: string; onValue: (value: string) => void; hint?: string } & InputProps) {
+  const id = useId();
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      <input {...input} value={value} onInput={(event) => onValue(event.currentTarget.value)} />
-      {hint && <span class="field-hint">{hint}</span>}
-    </label>
+    <div class="field">
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+      <input {...input} id={id} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      {hint && (
+        <span class="field-hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      )}
+    </div>
   );
 }
 
 export function TextArea({ label, value, onValue, rows = 8, hint }: { label: string; value: string; onValue: (value: string) => void; rows?: number; hint?: string }) {
+  const id = useId();
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      <textarea rows={rows} value={value} onInput={(event) => onValue(event.currentTarget.value)} />
-      {hint && <span class="field-hint">{hint}</span>}
-    </label>
+    <div class="field">
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+      <textarea id={id} rows={rows} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      {hint && (
+        <span class="field-hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      )}
+    </div>
   );
 }
 
 export function Select({ label, value, onValue, options }: { label: string; value: string; onValue: (value: string) => void; options: { value: string; label: string }[] }) {
+  const id = useId();
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      <select value={value} onChange={(event) => onValue(event.currentTarget.value)}>
+    <div class="field">
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+      <select id={id} value={value} onChange={(event) => onValue(event.currentTarget.value)}>
         {options.map((option) => (
           <option key={option.value} value={option.value}>
             {option.label}
           </option>
         ))}
       </select>
-    </label>
+    </div>
   );
 }
 
 export function Checkbox({ label, checked, onValue }: { label: string; checked: boolean; onValue: (checked: boolean) => void }) {
+  const id = useId();
   return (
-    <label class="field field-inline">
-      <input type="checkbox" checked={checked} onChange={(event) => onValue(event.currentTarget.checked)} />
-      <span class="field-label">{label}</span>
-    </label>
+    <div class="field field-inline">
+      <input id={id} type="checkbox" checked={checked} onChange={(event) => onValue(event.currentTarget.checked)} />
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+    </div>
   );
 }
 
@@ -84,10 +104,7 @@ export function Loading({ what }: { what: string }) {
 export function ShownOnce({ label, value }: { label: string; value: string }) {
   return (
     <div class="shown-once" role="status">
-      <label class="field">
-        <span class="field-label">{label}</span>
-        <input readOnly value={value} onFocus={(event) => event.currentTarget.select()} />
-      </label>
+      <TextField label={label} value={value} onValue={() => {}} readOnly />
       <p class="field-hint">Copy it now: it will not be shown again.</p>
     </div>
   );
