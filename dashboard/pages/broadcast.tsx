@@ -240,6 +240,8 @@ function SendControls({ broadcast, unsaved, onChanged }: { broadcast: Broadcast;
 function Sending({ broadcast, onChanged }: { broadcast: Broadcast; onChanged: () => void }) {
   const client = useClient();
   const [error, setError] = useState<MailroomError | null>(null);
+  const segments = useLoad(() => client.GET('/segments'), []);
+  const topics = useLoad(() => client.GET('/topics'), []);
   const cancelable = broadcast.status === 'scheduled' || broadcast.status === 'queued';
   return (
     <>
@@ -288,11 +290,11 @@ function Sending({ broadcast, onChanged }: { broadcast: Broadcast; onChanged: ()
         <dt>Preview text</dt>
         <dd>{broadcast.preview_text ?? '—'}</dd>
         <dt>Segment</dt>
-        <dd>{broadcast.segment_id ? <Link to={`/segments/${broadcast.segment_id}`}>{broadcast.segment_id}</Link> : '—'}</dd>
+        <dd>{broadcast.segment_id ? <Link to={`/segments/${broadcast.segment_id}`}>{segments.data?.data.find((s) => s.id === broadcast.segment_id)?.name ?? broadcast.segment_id}</Link> : '—'}</dd>
         <dt>Topic</dt>
-        <dd>{broadcast.topic_id ?? '—'}</dd>
+        <dd>{broadcast.topic_id ? (topics.data?.data.find((t) => t.id === broadcast.topic_id)?.name ?? broadcast.topic_id) : '—'}</dd>
       </dl>
-      <iframe class="message" title="Message" sandbox="" srcdoc={broadcast.html ?? ''} />
+      <Preview draft={draftOf(broadcast)} />
     </>
   );
 }

@@ -104,7 +104,8 @@ function Webhooks() {
                 <td>
                   <When iso={webhook.created_at} />
                 </td>
-                <td class="actions">
+                <td>
+                  <div class="actions">
                   {webhook.status === 'enabled' ? (
                     <button type="button" class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
                       Disable
@@ -117,6 +118,7 @@ function Webhooks() {
                   <button type="button" class="danger" onClick={() => remove(webhook)}>
                     Delete
                   </button>
+                  </div>
                 </td>
               </tr>
             ))}

@@ -1,7 +1,7 @@
 // `npm run bench`: the full server against bare handlers sending the same bytes, measured in one run.
 // Each server runs in its own process and autocannon in another, all on 127.0.0.1, bounded in time.
 // Set DATABASE_URL to benchmark on PostgreSQL instead of SQLite, and BENCH_ONLY to run some sections
-// alone (a comma-separated list of: stream, delivery, rates, fanout, webhooks). BENCH_CPU_PROF: below.
+// alone (a comma-separated list of: stream, delivery, rates, fanout, webhooks, dashboard). BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
+import { benchDashboard } from './dashboard.ts';
 import { benchDelivery } from './delivery.ts';
 import { benchFanout } from './fanout.ts';
 import { benchWebhooks } from './webhooks.ts';
@@ -21,7 +22,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // them alike instead of whichever happened to run at the time.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 16;
-const SECTIONS = ['stream', 'delivery', 'rates', 'fanout', 'webhooks'];
+const SECTIONS = ['stream', 'delivery', 'rates', 'fanout', 'webhooks', 'dashboard'];
 const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const unknown = only?.filter((name) => !SECTIONS.includes(name));
 if (unknown?.length) throw new Error(`BENCH_ONLY: no section ${unknown.join(', ')}; there are ${SECTIONS.join(', ')}`);
@@ -85,7 +86,7 @@ async function load(url: string): Promise<{ rps: number; p50: number; p99: numbe
 const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
 console.log(`Mailroom benchmark: ${database}, ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians\n`);
 // The contacts are for the stream and the request rates; the other sections write what they need.
-const broadcastId = wanted('stream') || wanted('rates') ? await seed() : '';
+const broadcastId = wanted('stream') || wanted('rates') || wanted('dashboard') ? await seed() : '';
 const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
 const mailroom = await startTarget('mailroom');
 
@@ -166,6 +167,7 @@ if (wanted('rates')) {
   }
   console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
 }
+if (wanted('dashboard')) await benchDashboard(root, mailroom.url, TEST_KEY, CONTACTS);
 mailroom.child.kill('SIGTERM');
 
 // 4. The broadcast fan-out of a large segment, on both databases whichever one the rest ran on.
