@@ -8,7 +8,7 @@ import { ErrorNote, Loading, PageHeading, Select, TextField, useLoad } from '../
 type Subscription = MailroomSchemas['TopicSubscription'];
 type Visibility = MailroomSchemas['TopicVisibility'];
 const SUBSCRIPTIONS: Record<Subscription, string> = { opt_in: 'Subscribed unless they opt out', opt_out: 'Not subscribed unless they opt in' };
-const VISIBILITIES: Record<Visibility, string> = { public: 'Public: shown on the unsubscribe page', private: 'Private' };
+const VISIBILITIES: Record<Visibility, string> = { public: 'Public', private: 'Private' };
 const options = (labels: Record<string, string>) => Object.entries(labels).map(([value, label]) => ({ value, label }));
 
 function Topics() {
