@@ -331,6 +331,12 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.alterTable('api_keys').addColumn('last_used_at', 'text').execute();
       },
     },
+    '0009_templates_newest_first': {
+      async up(db: Kysely<any>) {
+        // GET /templates pages newest first by keyset, as every list does.
+        await db.schema.createIndex('templates_newest_first').on('templates').columns(['created_at', 'id']).execute();
+      },
+    },
   };
 }
 

@@ -4,6 +4,7 @@ import type { Tables, TemplateTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type TemplateRecord = Selectable<TemplateTable>;
+export type TemplateSummaryRecord = Pick<TemplateRecord, 'id' | 'name' | 'alias' | 'status' | 'created_at' | 'updated_at' | 'published_at'>;
 export type TemplateChanges = Pick<Updateable<TemplateTable>, 'name' | 'alias' | 'from_address' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
 
 export class TemplateStore {
@@ -31,8 +32,9 @@ export class TemplateStore {
   }
 
   /** Templates newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TemplateRecord>> {
-    const query = this.db.selectFrom('templates').selectAll();
+  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TemplateSummaryRecord>> {
+    // The summary's columns only: a template's bodies may be a megabyte each.
+    const query = this.db.selectFrom('templates').select(['id', 'name', 'alias', 'status', 'created_at', 'updated_at', 'published_at']);
     if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
     return { records: await keysetAll(query, this.order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
   }

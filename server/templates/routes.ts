@@ -6,7 +6,7 @@ import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound, quoted } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
-import type { TemplateRecord } from '../store/templates.ts';
+import type { TemplateRecord, TemplateSummaryRecord } from '../store/templates.ts';
 
 /** What a publish freezes: the content sends are rendered from. */
 export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
@@ -109,7 +109,7 @@ function checkVariables(variables: Variables): void {
 
 const storedVariables = (variables: Variables) => JSON.stringify(variables.map((v) => ({ key: v.key, type: v.type, fallback_value: v.fallback_value ?? null })));
 
-function toSummary({ id, name, alias, status, created_at, updated_at, published_at }: TemplateRecord): Schemas['TemplateSummary'] {
+function toSummary({ id, name, alias, status, created_at, updated_at, published_at }: TemplateSummaryRecord): Schemas['TemplateSummary'] {
   return { object: 'template', id, name, alias, status, created_at, updated_at, published_at };
 }
 

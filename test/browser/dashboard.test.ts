@@ -47,6 +47,30 @@ describe.skipIf(!chromiumPresent)('signing in to the dashboard', () => {
     await page.context().close();
   });
 
+  it('works from the keyboard: sign in, move between sections, fill a form and submit it', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.url}/dashboard/segments`);
+    await page.getByLabel('API key').waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id && document.querySelector(`label[for="${document.activeElement.id}"]`)?.textContent)).toBe('API key');
+    await page.keyboard.type(server.apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
+    // The skip link comes first, then the sections; Enter on one follows it.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Contacts', level: 1 }).waitFor();
+    await page.goto(`${server.url}/dashboard/segments`);
+    await page.getByLabel('Name').focus();
+    await page.keyboard.type('Keyboard people');
+    await page.keyboard.press('Enter');
+    await page.getByRole('link', { name: 'Keyboard people' }).waitFor();
+    await context.close();
+  });
+
   it('tells a sending key, and an unknown key, why they cannot sign in', async () => {
     const created = await server.request('/api-keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'sender', permission: 'sending_access' }) });
     const { token } = (await created.json()) as { token: string };
