@@ -38,6 +38,7 @@ import { idempotency, keepRawBody } from './emails/idempotency.ts';
 import { emailRoutes } from './emails/routes.ts';
 import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
+import { compileRoutePatternsOnce } from './routePatterns.ts';
 import { memberList, segmentRoutes } from './segments/routes.ts';
 import { suppressionRoutes } from './suppressions/routes.ts';
 import { templateRoutes } from './templates/routes.ts';
@@ -72,6 +73,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(jsonBody(config.bodyLimit, keepRawBody));
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm());
+  compileRoutePatternsOnce();
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
   app.use(routing);
   app.use(checkResponse);

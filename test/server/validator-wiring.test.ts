@@ -1,6 +1,7 @@
 // One validation path: how createApp takes express-openapi-validator apart, pinned. These fail first if
 // an upgrade renames its middlewares, reorders them, or builds its Ajv with other options or formats.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as OpenApiValidator from 'express-openapi-validator';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { validatorOptions, validatorParts } from '../../server/app.ts';
 import { AJV_OPTIONS, FORMATS, loadSpec } from '../../server/contract.ts';
+import { compileRoutePatternsOnce } from '../../server/routePatterns.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -37,6 +39,15 @@ describe('one validation path: the validator as createApp takes it apart', () =>
       const ajv = create(structuredClone(spec) as never, options);
       for (const [name, format] of Object.entries(FORMATS)) expect(ajv.formats[name], `${side} format ${name}`).toBe(format);
     }
+  });
+
+  it('finds operations with route patterns compiled once, which it reads from path-to-regexp at each call', () => {
+    compileRoutePatternsOnce();
+    const { pathToRegexp } = createRequire(import.meta.url)('path-to-regexp');
+    expect(pathToRegexp('/contacts/:id', { strict: false, sensitive: false })).toBe(pathToRegexp('/contacts/:id', { strict: false, sensitive: false }));
+    expect(pathToRegexp('/contacts/:id', { strict: true, sensitive: false })).not.toBe(pathToRegexp('/contacts/:id', { strict: false, sensitive: false }));
+    const lookup = readFileSync(createRequire(import.meta.url).resolve('express-openapi-validator/dist/middlewares/openapi.metadata.js'), 'utf8');
+    expect(lookup).toContain('(0, path_to_regexp_1.pathToRegexp)(expressRoute, pathOpts)');
   });
 
   it('every format the contract uses is one of those', () => {
