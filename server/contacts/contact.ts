@@ -3,9 +3,9 @@
 // always returnable. Rows stored by versions with looser rules (an address like `a@localhost`, more than
 // 50 properties after a PATCH) would still fail that check and break the unpaginated list; repairing
 // such rows is a data migration, not something a read can do, and is left out.
-import { randomUUID } from 'node:crypto';
 import type { PathParams, Schemas } from '../api.ts';
 import type { ContactKey, ContactRecord, ListedContact } from '../store/contacts.ts';
+import { timeOrderedId } from '../store/timeOrderedId.ts';
 
 export function toContact(record: ListedContact): Schemas['Contact'] {
   return {
@@ -24,7 +24,7 @@ export function toContact(record: ListedContact): Schemas['Contact'] {
 export function newContact({ email, first_name, last_name, unsubscribed, properties }: Schemas['CreateAudienceContactRequest']): ContactRecord {
   const now = new Date().toISOString();
   return {
-    id: randomUUID(),
+    id: timeOrderedId(),
     email,
     email_key: email.toLowerCase(),
     first_name: first_name ?? null,

@@ -2,14 +2,14 @@
 // cannot state: templates (published, rendered, overridable defaults), required sender and subject,
 // exactly one mailbox per address string, custom header names unique regardless of letter case.
 // Returns the row, or a message saying what is wrong.
-import { randomUUID } from 'node:crypto';
 import type { Schemas } from '../api.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
 import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
-import { quoted } from '../errors.ts';
+import { quoted } from '../quoted.ts';
 import { invalidMailbox, mailboxList as list } from './mailbox.ts';
+import { timeOrderedId } from '../store/timeOrderedId.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
 export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;
@@ -52,7 +52,7 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   const at = now.toISOString();
   const json = (values: string[]) => (values.length ? JSON.stringify(values) : null);
   return {
-    id: randomUUID(),
+    id: timeOrderedId(),
     from_address: from,
     to_addresses: JSON.stringify(list(item.to)),
     cc: json(list(item.cc)),
