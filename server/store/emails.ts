@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
+import { preparedInsert } from './prepared.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { suppress } from './suppressions.ts';
 
@@ -34,6 +35,8 @@ const heldBy =
 export class EmailStore {
   /** Emails in (created_at, id) order, as emails_newest_first holds them. */
   private readonly order: Order;
+  /** Compiled for this store's database: each dialect writes its own SQL. */
+  private readonly insertEmails = preparedInsert<Tables, 'emails'>('emails');
 
   constructor(
     private readonly db: Kysely<Tables>,
@@ -52,7 +55,7 @@ export class EmailStore {
 
   async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[]): Promise<void> {
     // SQLite allows 32,766 bound values per statement; 100 emails of 18 columns stay well under.
-    if (records.length > 0) await tx.insertInto('emails').values(records).execute();
+    await this.insertEmails(tx, records);
   }
 
   find(id: string): Promise<EmailRecord | undefined> {
