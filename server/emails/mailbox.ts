@@ -4,7 +4,7 @@
 // string must have the plain shape below, and nodemailer's own parser (the one that reads it again when
 // the message is built) must find in it exactly that one mailbox: both readings have to agree.
 import addressparser from 'nodemailer/lib/addressparser';
-import { quoted } from '../errors.ts';
+import { quoted } from '../quoted.ts';
 
 export interface Mailbox {
   /** The display name, unquoted; empty when there is none. */
@@ -27,8 +27,24 @@ const SHAPE = new RegExp(`^(?:(${ADDRESS})|(?:${QUOTED}[ \\t]*|${PLAIN})<(${ADDR
 const MAX_LOCAL = 64;
 const MAX_ADDRESS = 254;
 
+// Reading a mailbox twice costs more than the rest of an email's checks, and senders repeat theirs (one
+// `from` for a whole batch): readings are kept, the oldest dropped past this many strings.
+const REMEMBERED = 4096;
+const readings = new Map<string, Mailbox | undefined>();
+
 /** The one mailbox the string names, or undefined when it is not exactly one valid mailbox. */
 export function parseMailbox(value: string): Mailbox | undefined {
+  let mailbox = readings.get(value);
+  if (mailbox === undefined && !readings.has(value)) {
+    mailbox = readMailbox(value);
+    if (readings.size >= REMEMBERED) readings.delete(readings.keys().next().value!);
+    readings.set(value, mailbox);
+  }
+  // A copy: nodemailer rewrites the address objects it is given.
+  return mailbox && { ...mailbox };
+}
+
+function readMailbox(value: string): Mailbox | undefined {
   const shape = SHAPE.exec(value);
   if (!shape) return undefined;
   const address = (shape[1] ?? shape[2])!;
