@@ -7,6 +7,7 @@ import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { isUnavailable } from './store/database.ts';
 import { NotFound, UnknownReference } from './store/missing.ts';
+import { quoted } from './quoted.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -19,11 +20,6 @@ export class ApiError extends Error {
   }
 }
 
-/**
- * A value the caller sent, quoted for a message: in backticks like field names, unless it holds a
- * backtick itself (or is empty), when JSON quotes keep the message unambiguous.
- */
-export const quoted = (value: string): string => (value === '' || value.includes('`') ? JSON.stringify(value) : `\`${value}\``);
 
 export const databaseUnavailable = () =>
   new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });

@@ -2,7 +2,8 @@
 // `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must be the time, so that
 // `send in 1 hour or so` is refused rather than read as a guess.
 import { parse } from 'chrono-node';
-import { invalid, quoted } from '../errors.ts';
+import { invalid } from '../errors.ts';
+import { quoted } from '../quoted.ts';
 
 /** The latest time a Timestamp can hold (four-digit years). */
 const LAST = Date.parse('9999-12-31T23:59:59.999Z');
