@@ -49,7 +49,7 @@ export function broadcastRoutes(store: Store): Router {
       sent_at: null,
     };
     if (send) {
-      const refusal = await broadcasts.insertAndSend(record, sendTime(scheduled_at, new Date()));
+      const refusal = await broadcasts.insertAndSend(record, await sendTime(scheduled_at, new Date()));
       if (refusal) throw refused(refusal, 'send');
     } else await broadcasts.insert(record);
     res.status(201).json({ id: record.id });
@@ -91,7 +91,7 @@ export function broadcastRoutes(store: Store): Router {
 
   const sendBroadcast: OperationHandler<'sendBroadcast'> = async (req, res) => {
     const id = req.params.broadcast_id;
-    const refusal = await broadcasts.send(id, sendTime(req.body?.scheduled_at, new Date()));
+    const refusal = await broadcasts.send(id, await sendTime(req.body?.scheduled_at, new Date()));
     if (refusal) throw refused(refusal, 'send');
     res.json({ object: 'broadcast', id });
   };

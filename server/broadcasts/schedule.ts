@@ -1,7 +1,7 @@
 // `scheduled_at` as Resend takes it: ISO 8601, or English words read from now (`in 1 hour`,
 // `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must be the time, so that
-// `send in 1 hour or so` is refused rather than read as a guess.
-import { parse } from 'chrono-node';
+// `send in 1 hour or so` is refused rather than read as a guess. chrono-node is loaded on first use: its
+// grammars for every language cost an idle server about 5 MB of its memory, for a feature few use.
 import { invalid } from '../errors.ts';
 import { quoted } from '../quoted.ts';
 
@@ -12,8 +12,9 @@ const LAST = Date.parse('9999-12-31T23:59:59.999Z');
  * The time to send at, as stored (ISO 8601 in UTC with milliseconds), or null for now: no time given,
  * or one already past. Throws a 422 naming `scheduled_at` when the value is not a time.
  */
-export function sendTime(scheduledAt: string | undefined, now: Date): string | null {
+export async function sendTime(scheduledAt: string | undefined, now: Date): Promise<string | null> {
   if (scheduledAt === undefined) return null;
+  const { parse } = await import('chrono-node');
   const text = scheduledAt.trim();
   const [found] = parse(text, { instant: now, timezone: 'UTC' }, { forwardDate: true });
   const at = found?.start.date().getTime();
