@@ -21,18 +21,29 @@ export interface Transport {
   close(): void;
 }
 
-export function smtpTransport(smtpUrl: string, { final = false, maxConnections = 5 }: { final?: boolean; maxConnections?: number } = {}): Transport {
+/** Connections held open to the relay. */
+export const RELAY_CONNECTIONS = 5;
+
+export function smtpTransport(smtpUrl: string, { final = false, maxConnections = RELAY_CONNECTIONS }: { final?: boolean; maxConnections?: number } = {}): Transport {
   const url = new URL(smtpUrl);
   if (!url.searchParams.has('pool')) url.searchParams.set('pool', 'true');
   if (!url.searchParams.has('maxConnections')) url.searchParams.set('maxConnections', String(maxConnections));
   const transporter = createTransport(url.toString());
+  // The message is built into one buffer first, and the connection writes it whole: streamed as
+  // built, each of its many small pieces was a write of its own to the socket (a sixth of the
+  // delivery worker's time, measured). Built as the capture transport builds it: the same plugins.
+  const builder = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   return {
     final,
     send: async (message) => {
-      const info = await transporter.sendMail(message);
+      const built = await builder.sendMail(message);
+      const info = await transporter.sendMail({ envelope: built.envelope, dsn: message.dsn, raw: built.message as Buffer });
       return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
     },
-    close: () => transporter.close(),
+    close: () => {
+      transporter.close();
+      builder.close();
+    },
   };
 }
 
