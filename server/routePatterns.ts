@@ -10,17 +10,19 @@ type PathToRegexp = typeof import('path-to-regexp').pathToRegexp;
 
 const pathToRegexpModule: { pathToRegexp: PathToRegexp } = createRequire(import.meta.url)('path-to-regexp');
 const compile = pathToRegexpModule.pathToRegexp;
-const compiled = new Map<string, ReturnType<PathToRegexp>>();
+/** By route, then by the two options the validator passes (sensitive, strict) as a number 0–3. */
+const compiled = new Map<string, ReturnType<PathToRegexp>[]>();
 
 /** Makes path-to-regexp compile each (route, options) pair once per process; calling it again is harmless. */
 export function compileRoutePatternsOnce(): void {
   if (pathToRegexpModule.pathToRegexp !== compile) return;
   pathToRegexpModule.pathToRegexp = ((path, options) => {
-    // Only plain string routes with plain options come from the validator; anything else is compiled as before.
-    if (typeof path !== 'string' || (options && Object.values(options).some((value) => typeof value === 'object'))) return compile(path, options);
-    const key = `${path}\u0000${JSON.stringify(options ?? {})}`;
-    let found = compiled.get(key);
-    if (!found) compiled.set(key, (found = compile(path, options)));
-    return found;
+    // Only string routes with the validator's options are kept; anything else is compiled as before.
+    if (typeof path !== 'string' || (options && Object.keys(options).some((key) => key !== 'sensitive' && key !== 'strict'))) return compile(path, options);
+    const { sensitive, strict } = (options ?? {}) as { sensitive?: boolean; strict?: boolean };
+    const slot = (sensitive ? 1 : 0) + (strict ? 2 : 0);
+    let byOptions = compiled.get(path);
+    if (!byOptions) compiled.set(path, (byOptions = []));
+    return (byOptions[slot] ??= compile(path, options));
   }) as PathToRegexp;
 }
