@@ -33,6 +33,8 @@ export interface Config {
   production: boolean;
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
+  /** How many: each builds and sends messages on a core of its own, and costs about 50 MB. */
+  deliveryThreads: number;
   delivery: DeliveryOptions;
   /** The broadcast fan-out, which runs wherever the delivery worker does. */
   fanout: FanoutOptions;
@@ -106,6 +108,7 @@ const environment = z.object({
   SMTP_FINAL: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
   NODE_ENV: z.string().optional(),
   DELIVERY_WORKER: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  DELIVERY_THREADS: whole(1, 1, 16),
   DELIVERY_MAX_ATTEMPTS: whole(DEFAULT_DELIVERY.maxAttempts, 1),
   DELIVERY_RETRY_BASE_MS: whole(DEFAULT_DELIVERY.retryBaseMs),
   DELIVERY_LEASE_MS: whole(DEFAULT_DELIVERY.leaseMs, 1),
@@ -192,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpFinal: e.SMTP_FINAL === 'true',
     production: e.NODE_ENV === 'production',
     deliveryWorker: e.DELIVERY_WORKER === 'on',
+    deliveryThreads: e.DELIVERY_THREADS,
     delivery: {
       ...DEFAULT_DELIVERY,
       maxAttempts: e.DELIVERY_MAX_ATTEMPTS,

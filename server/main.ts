@@ -1,4 +1,4 @@
-// `npm start`: runs the server, and the delivery worker in a thread, until SIGTERM or SIGINT; then
+// `npm start`: runs the server, and the delivery worker in DELIVERY_THREADS threads, until SIGTERM or SIGINT; then
 // stops taking requests, finishes those in flight and the messages in hand (each for up to
 // SHUTDOWN_GRACE_MS), and closes the store.
 import { Worker } from 'node:worker_threads';
@@ -11,9 +11,11 @@ try {
   const running = await startServer(config, { webhooks: config.deliveryWorker });
   // Beside main.js in the build; the thread reads the same environment, and is told the public URL
   // (with PORT=0, only the listening server knows its port).
-  const delivery = config.deliveryWorker
-    ? superviseThread(() => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl } }), running.logger.child({ role: 'supervisor' }))
-    : undefined;
+  // The first thread also runs the broadcast fan-out and the inbound listener (server/worker.ts).
+  const threads = config.deliveryWorker ? config.deliveryThreads : 0;
+  const delivery = Array.from({ length: threads }, (_, thread) =>
+    superviseThread(() => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl, thread } }), running.logger.child({ role: 'supervisor', thread })),
+  );
   if (running.createdKey) {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);
   }
@@ -23,7 +25,7 @@ try {
     stopping = true;
     const asked = performance.now();
     try {
-      await Promise.all([running.close(), delivery?.stop(config.shutdownGraceMs)]);
+      await Promise.all([running.close(), ...delivery.map((thread) => thread.stop(config.shutdownGraceMs))]);
       running.logger.info({ drainMs: Math.round(performance.now() - asked) }, 'Mailroom stopped');
       running.logger.flush();
       process.exit(0);

@@ -25,18 +25,22 @@ if (!config.smtpUrl && config.production) {
 }
 // In a thread, the server says where it listens (it may have been given port 0); a process of its own
 // has PUBLIC_URL, or HOST and PORT as the server it works for was given them.
-const publicUrl: string = config.publicUrl ?? (workerData as { publicUrl?: string } | null)?.publicUrl ?? defaultPublicUrl(config.host, config.port);
+const fromServer = workerData as { publicUrl?: string; thread?: number } | null;
+const publicUrl: string = config.publicUrl ?? fromServer?.publicUrl ?? defaultPublicUrl(config.host, config.port);
+// Of several delivery threads, the first alone runs the fan-out (one is enough: it writes, the others
+// would wait on its lease) and the inbound listener (its port can be bound once).
+const first = (fromServer?.thread ?? 0) === 0;
 if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const store = await openStore(config, logger);
 const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
 const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal }) : captureTransport();
 const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
-const fanout = new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout);
+const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
 const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
 worker.start();
-fanout.start();
+fanout?.start();
 webhooks?.start();
-const inbound = config.inbound ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
+const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
 function configOrExit(): Config {
@@ -53,7 +57,7 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
-  await Promise.all([worker.stop(), fanout.stop(), webhooks?.stop(), inbound?.close()]);
+  await Promise.all([worker.stop(), fanout?.stop(), webhooks?.stop(), inbound?.close()]);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

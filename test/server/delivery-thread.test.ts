@@ -1,9 +1,16 @@
 // The delivery thread's supervisor, with real threads that fail the ways a delivery thread can: an
-// error nothing caught, an unhandled rejection, an exit; and one that will not stop when asked.
+// error nothing caught, an unhandled rejection, an exit; and one that will not stop when asked. Then
+// `npm start` with two delivery threads against a real relay.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { superviseThread } from '../../server/delivery/thread.ts';
+import { startServerProcess } from '../support/process.ts';
+import { TEST_KEY } from '../support/server.ts';
+import { startSmtpSink } from '../support/smtp.ts';
 import { eventually, sleep } from './faults.ts';
 
 function capturedLogger() {
@@ -55,5 +62,38 @@ describe('finding 1: the delivery thread supervisor', () => {
     await sleep(100);
     await supervised.stop(200);
     expect(lines.some((l) => l.msg.includes('stopping it outright'))).toBe(true);
+  });
+});
+
+describe('npm start with DELIVERY_THREADS=2', () => {
+  it('delivers every email once to a real relay, from two threads, with one fan-out and one inbound listener among them', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-threads-'));
+    const relay = await startSmtpSink();
+    const inboundPort = 20_000 + Math.floor(Math.random() * 20_000);
+    const server = await startServerProcess({ DATA_DIR: dataDir, SMTP_URL: relay.url, DELIVERY_THREADS: '2', INBOUND_SMTP_PORT: String(inboundPort), BOUNCE_DOMAIN: 'bounces.acme.dev' });
+    try {
+      const auth = { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' };
+      const ids: string[] = [];
+      for (let batch = 0; batch < 6; batch++) {
+        const emails = Array.from({ length: 100 }, (_, n) => ({ from: 'news@acme.dev', to: `r${batch * 100 + n}@example.com`, subject: 'x', text: 'x' }));
+        const res = await fetch(`${server.url}/emails/batch`, { method: 'POST', headers: auth, body: JSON.stringify(emails) });
+        expect(res.status).toBe(200);
+        ids.push(...(await res.json()).data.map((email: { id: string }) => email.id));
+      }
+      await relay.waitFor(600, 60_000);
+      await sleep(500); // a duplicate would arrive now
+      const recipients = relay.received.map((message) => message.envelope.to.join());
+      expect(recipients).toHaveLength(600);
+      expect(new Set(recipients).size).toBe(600);
+      const started = server.output().split('\n').filter((line) => line.includes('delivery worker started'));
+      expect(started).toHaveLength(2);
+      expect(server.output().match(/inbound SMTP listener started/g)).toHaveLength(1);
+      expect(server.output()).not.toContain('EADDRINUSE');
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+      await relay.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
