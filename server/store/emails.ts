@@ -6,7 +6,7 @@
 // can neither undo another worker's outcome nor overwrite `sent` or `failed`. Every outcome is
 // recorded with its event (store/events.ts) in one transaction.
 import { randomUUID } from 'node:crypto';
-import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { preparedInsert } from './prepared.ts';
@@ -72,23 +72,33 @@ export class EmailStore {
     return keysetPage(lastEvent ? query.where('last_event', '=', lastEvent) : query, this.order, limit, cursor);
   }
 
-  /** Claims up to `limit` due emails for `leaseMs`, oldest due first. */
+  /**
+   * The ids of up to `limit` due emails, oldest due first, over the emails_due index. SQLite's planner,
+   * which has no statistics, chose emails_by_state and sorted every pending email instead, so it is told
+   * the index; its condition must then be written with literals, as the index states it. PostgreSQL
+   * finds emails_due by itself.
+   */
+  dueEmails(limit: number, now: Date): Expression<any> {
+    if (this.dialect === 'sqlite') {
+      const pending = sql.join(PENDING.map((event) => sql.lit(event)));
+      return sql<string>`(select id from emails indexed by emails_due where last_event in (${pending}) and next_attempt_at <= ${now.toISOString()} order by next_attempt_at limit ${limit})`;
+    }
+    return this.db.selectFrom('emails').select('id').where('last_event', 'in', PENDING).where('next_attempt_at', '<=', now.toISOString()).orderBy('next_attempt_at').limit(limit).forUpdate().skipLocked();
+  }
+
+  /**
+   * Claims up to `limit` due emails for `leaseMs`, oldest due first. On PostgreSQL a row another claim
+   * changed meanwhile is checked again; SQLite runs the statement under its one write lock, where the
+   * rows picked are the rows updated, and the same check there led its planner to read every pending
+   * email through emails_by_state (19 ms a claim with 100,000 queued, against 1.4 ms without).
+   */
   async claimNextBatch(limit: number, now: Date, leaseMs: number): Promise<ClaimedEmail[]> {
-    const due = this.db
-      .selectFrom('emails')
-      .select('id')
-      .where('last_event', 'in', PENDING)
-      .where('next_attempt_at', '<=', now.toISOString())
-      .orderBy('next_attempt_at')
-      .limit(limit);
-    const claimed = await this.db
+    let claim = this.db
       .updateTable('emails')
       .set((eb) => ({ next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), attempts: eb('attempts', '+', 1), lease_token: randomUUID() }))
-      .where('id', 'in', this.dialect === 'postgres' ? due.forUpdate().skipLocked() : due)
-      .where('last_event', 'in', PENDING)
-      .returningAll()
-      .execute();
-    return claimed as ClaimedEmail[];
+      .where('id', 'in', this.dueEmails(limit, now));
+    if (this.dialect === 'postgres') claim = claim.where('last_event', 'in', PENDING);
+    return (await claim.returningAll().execute()) as ClaimedEmail[];
   }
 
   /**
