@@ -42,7 +42,7 @@ async function outboxBytes(store: Store): Promise<number> {
   return rows[0]!.bytes;
 }
 
-async function postgresReachable(url: string): Promise<boolean> {
+export async function postgresReachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();

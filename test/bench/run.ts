@@ -1,19 +1,26 @@
 // `npm run bench`: the full server against bare handlers sending the same bytes, measured in one run.
 // Each server runs in its own process and autocannon in another, all on 127.0.0.1, bounded in time.
-// Set DATABASE_URL to benchmark on PostgreSQL instead of SQLite, and BENCH_ONLY to run some sections
-// alone (a comma-separated list of: stream, delivery, rates, fanout, webhooks, dashboard). BENCH_CPU_PROF: below.
+// Every section runs on SQLite, then on PostgreSQL (in a schema of its own, dropped after) when a server
+// answers at DATABASE_URL, TEST_POSTGRES_URL or postgres://postgres@127.0.0.1:5432/test. BENCH_ONLY runs
+// some sections alone (a comma-separated list of: memory, stream, delivery, rates, scale, fanout,
+// webhooks, dashboard); BENCH_DATABASES=sqlite or =postgres one database; BENCH_MILLION=1 adds the
+// 1,000,000-contact size to `scale`. BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
+import { startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchDelivery } from './delivery.ts';
-import { benchFanout } from './fanout.ts';
+import { benchFanout, postgresReachable } from './fanout.ts';
+import { benchGrowth } from './growth.ts';
 import { benchWebhooks } from './webhooks.ts';
 
 const CONTACTS = Number(process.env.BENCH_CONTACTS ?? 100_000);
@@ -22,7 +29,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // them alike instead of whichever happened to run at the time.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = 16;
-const SECTIONS = ['stream', 'delivery', 'rates', 'fanout', 'webhooks', 'dashboard'];
+const SECTIONS = ['memory', 'stream', 'delivery', 'rates', 'scale', 'fanout', 'webhooks', 'dashboard'];
 const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const unknown = only?.filter((name) => !SECTIONS.includes(name));
 if (unknown?.length) throw new Error(`BENCH_ONLY: no section ${unknown.join(', ')}; there are ${SECTIONS.join(', ')}`);
@@ -32,15 +39,22 @@ const root = new URL('../..', import.meta.url).pathname;
 // The servers run bundled, as `npm start` runs Mailroom, not through a TypeScript loader.
 const targetScript = join(root, 'build', 'bench-target.js');
 await build({ entryPoints: [join(root, 'test/bench/target.ts')], outfile: targetScript, bundle: true, platform: 'node', format: 'esm', packages: 'external', target: 'node20', logLevel: 'warning' });
-const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'));
 // Without tsx's loader, which runs this script (NODE_OPTIONS, execArgv): the servers and the load
 // generator run as plain Node.
 const { NODE_OPTIONS: _, ...plainEnv } = process.env;
-// Webhooks may post to 127.0.0.1: the delivery section's receiver is there.
-const env = { ...plainEnv, DATA_DIR: dataDir, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json'), WEBHOOK_ALLOW_PRIVATE: 'true' };
+const postgresUrl = process.env.DATABASE_URL || process.env.TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/test';
+/** The database the sections in hand run on: its environment for the servers, rebuilt for each database. */
+let env: NodeJS.ProcessEnv & { DATA_DIR: string; BENCH_BODIES: string };
+
+function environment(dataDir: string, databaseUrl: string): typeof env {
+  // Webhooks may post to 127.0.0.1: the delivery section's receiver is there.
+  return { ...plainEnv, DATA_DIR: dataDir, DATABASE_URL: databaseUrl, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json'), WEBHOOK_ALLOW_PRIVATE: 'true' };
+}
+
+const storeOptions = () => ({ dataDir: env.DATA_DIR, databaseUrl: env.DATABASE_URL || undefined });
 
 async function seed(): Promise<string> {
-  const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });
+  const store = await openStore(storeOptions());
   const base = Date.parse('2026-01-01T00:00:00.000Z');
   for (let i = 0; i < CONTACTS; i += 2000) {
     const rows = Array.from({ length: Math.min(2000, CONTACTS - i) }, (_, j) => {
@@ -60,18 +74,18 @@ async function seed(): Promise<string> {
   return broadcast;
 }
 
-type Target = { child: ChildProcess; url: string; ask: (message: string) => Promise<any> };
+type Target = { child: ChildProcess; url: string; first: any; ask: (message: string) => Promise<any> };
 
-async function startTarget(kind: 'mailroom' | 'express' | 'http' | 'sink' | 'deliver', extraEnv: Record<string, string> = {}): Promise<Target> {
-  // BENCH_CPU_PROF=<folder>: each delivery worker writes a CPU profile there as it exits.
-  const profile = kind === 'deliver' && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+async function startTarget(kind: 'mailroom' | 'express' | 'http' | 'sink' | 'deliver' | 'nodemailer', extraEnv: Record<string, string> = {}): Promise<Target> {
+  // BENCH_CPU_PROF=<folder>: the Mailroom server and each delivery worker write a CPU profile there as they exit.
+  const profile = (kind === 'deliver' || kind === 'mailroom') && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = fork(targetScript, [kind], { env: { ...env, ...extraEnv }, execArgv: profile, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (m: any) => resolve(m.url));
+  const first = await new Promise<any>((resolve, reject) => {
+    child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`${kind} target exited ${code}`)));
   });
   const ask = (message: string) => new Promise((resolve) => { child.once('message', resolve); child.send(message); });
-  return { child, url, ask };
+  return { child, url: first.url, first, ask };
 }
 
 const BATCH = JSON.stringify(Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: [`reader${n}@example.com`], subject: `Issue ${n}`, html: `<p>Hello reader ${n}, here is the news.</p>` })));
@@ -83,99 +97,182 @@ async function load(url: string): Promise<{ rps: number; p50: number; p99: numbe
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
 }
 
-const database = process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite';
-console.log(`Mailroom benchmark: ${database}, ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians\n`);
-// The contacts are for the stream and the request rates; the other sections write what they need.
-const broadcastId = wanted('stream') || wanted('rates') || wanted('dashboard') ? await seed() : '';
-const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
-const mailroom = await startTarget('mailroom');
+const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
+/** Resident and peak resident memory of a process, from /proc (both threads of `npm start` count). */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)![1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
 
-// 1. The unpaginated list, on a fresh server so that its peak RSS is the stream's. One small request
-// first: the validator compiles its checks on first use, which is start-up work, not streaming.
-if (wanted('stream')) {
-  await fetch(`${mailroom.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
-  const before = await mailroom.ask('stats');
-  await mailroom.ask('reset');
-  const started = performance.now();
-  const res = await fetch(`${mailroom.url}/contacts`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+async function drain(res: Response): Promise<number> {
   let bytes = 0;
   const reader = res.body!.getReader();
   for (let part = await reader.read(); !part.done; part = await reader.read()) bytes += part.value.length;
-  const streamSeconds = (performance.now() - started) / 1000;
-  const stream = await mailroom.ask('stats');
-  const mb = (b: number) => (b / 2 ** 20).toFixed(0);
-  console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
-  console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150; ${mb(before.peakRssBytes)} MB before the stream), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
+  return bytes;
 }
 
-// 2. End-to-end delivery, without a webhook and with one, alternating (test/bench/delivery.ts).
-if (wanted('delivery')) {
-  const store = await openStore({ dataDir, databaseUrl: process.env.DATABASE_URL });
+const authorized = { headers: { authorization: `Bearer ${TEST_KEY}` } };
+
+/** Every section that runs on one database, against the database `env` names. */
+async function benchDatabase(database: string): Promise<void> {
+  console.log(`\n===== ${database} =====\n`);
+  // The contacts are for memory, the stream and the request rates; the other sections write what they need.
+  const broadcastId = ['memory', 'stream', 'rates', 'dashboard'].some(wanted) ? await seed() : '';
+  const paths = { broadcast: `/broadcasts/${broadcastId}`, contactsPage: '/contacts?limit=100', batchOf100: '/emails/batch' };
+
+  // 0. Memory, as an operator sees it: `npm start` (the server and its delivery thread, one process),
+  // idle, then streaming the unpaginated contact list. The peak is reset (clear_refs) once idle.
+  if (wanted('memory')) {
+    const server = await startServerProcess(env as Record<string, string>);
+    try {
+      await fetch(`${server.url}/contacts?limit=1`, authorized); // the validator compiles its checks on first use
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const idle = memoryOf(server.child.pid!).rss;
+      writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
+      const bytes = await drain(await fetch(`${server.url}/contacts`, authorized));
+      const { peak } = memoryOf(server.child.pid!);
+      const verdict = (ok: boolean) => (ok ? 'meets' : 'SHORT of');
+      console.log(`Memory of npm start (server and delivery thread): idle ${mb(idle)} MB RSS (target < 100: ${verdict(idle < 100 * 2 ** 20)} it)`);
+      console.log(`  streaming ${CONTACTS.toLocaleString('en')} contacts (${mb(bytes)} MB): peak ${mb(peak)} MB = ${mb(peak - idle)} MB above idle (target <= 30: ${verdict(peak - idle <= 30 * 2 ** 20)} it)\n`);
+    } finally {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  }
+
+  const mailroom = await startTarget('mailroom');
+  // 1. The unpaginated list, on a fresh server so that its peak RSS is the stream's. One small request
+  // first: the validator compiles its checks on first use, which is start-up work, not streaming.
+  if (wanted('stream')) {
+    await fetch(`${mailroom.url}/contacts?limit=1`, authorized);
+    const before = await mailroom.ask('stats');
+    await mailroom.ask('reset');
+    const started = performance.now();
+    const bytes = await drain(await fetch(`${mailroom.url}/contacts`, authorized));
+    const streamSeconds = (performance.now() - started) / 1000;
+    const stream = await mailroom.ask('stats');
+    console.log(`Unpaginated GET /contacts: ${CONTACTS.toLocaleString('en')} contacts, ${mb(bytes)} MB in ${streamSeconds.toFixed(2)}s (${Math.round(CONTACTS / streamSeconds).toLocaleString('en')} contacts/s)`);
+    console.log(`  server peak RSS ${mb(stream.peakRssBytes)} MB (target < 150; ${mb(before.peakRssBytes)} MB before the stream), longest event-loop block ${stream.maxEventLoopDelayMs.toFixed(1)} ms (target < 50)\n`);
+  }
+
+  // 2. End-to-end delivery, against nodemailer alone, and without a webhook and with one (test/bench/delivery.ts).
+  if (wanted('delivery')) {
+    const store = await openStore(storeOptions());
+    try {
+      await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY }, store, startTarget, rounds: ROUNDS, threads: Number(process.env.BENCH_DELIVERY_THREADS ?? 1) });
+    } finally {
+      await store.close();
+    }
+    console.log('');
+  }
+
+  // 3. Request rates: the full server, then the bare handlers sending the same bodies.
+  if (wanted('rates')) {
+    const bodies: Record<string, string> = {};
+    for (const path of Object.values(paths)) {
+      const init = path === paths.batchOf100 ? { method: 'POST', body: BATCH, headers: { 'content-type': 'application/json' } } : {};
+      bodies[path] = await (await fetch(mailroom.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).text();
+    }
+    writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
+    const servers = { mailroom, express: await startTarget('express'), http: await startTarget('http') };
+    const runs: Record<string, Record<string, Awaited<ReturnType<typeof load>>[]>> = { mailroom: {}, express: {}, http: {} };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, path] of Object.entries(paths)) {
+        for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target.url + path));
+      }
+    }
+    for (const target of [servers.express, servers.http]) target.child.kill('SIGTERM');
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const results = Object.fromEntries(
+      Object.entries(runs).map(([kind, byName]) => [
+        kind,
+        Object.fromEntries(
+          Object.entries(byName).map(([name, list]) => [
+            name,
+            { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0) },
+          ]),
+        ),
+      ]),
+    );
+
+    const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
+    console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
+    for (const [name, path] of Object.entries(paths)) {
+      for (const kind of ['mailroom', 'express', 'http']) {
+        const r = results[kind]![name]!;
+        const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
+        console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+      }
+    }
+    console.log('\nratios (full server / bare handler, same run):');
+    for (const name of Object.keys(paths)) {
+      const full = results.mailroom![name]!.rps;
+      const vsExpress = full / results.express![name]!.rps;
+      const vsHttp = full / results.http![name]!.rps;
+      const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
+      console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
+    }
+    console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
+  }
+
+  if (wanted('dashboard') && database === 'SQLite') await benchDashboard(root, mailroom.url, TEST_KEY, CONTACTS);
+  mailroom.child.kill('SIGTERM');
+}
+
+/** Cost as the data grows, on a database of its own that starts empty. */
+async function growthSection(database: string): Promise<void> {
+  const mailroom = await startTarget('mailroom', { LOG_LEVEL: 'warn' });
+  const store = await openStore(storeOptions());
   try {
-    await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY }, store, startTarget, rounds: ROUNDS });
+    const sizes = [10_000, 100_000, ...(process.env.BENCH_MILLION === '1' ? [1_000_000] : [])];
+    await benchGrowth({ url: mailroom.url, apiKey: TEST_KEY, store, label: database, sizes });
   } finally {
     await store.close();
+    mailroom.child.kill('SIGTERM');
   }
   console.log('');
 }
 
-// 3. Request rates: the full server, then the bare handlers sending the same bodies.
-if (wanted('rates')) {
-  const bodies: Record<string, string> = {};
-  for (const path of Object.values(paths)) {
-    const init = path === paths.batchOf100 ? { method: 'POST', body: BATCH, headers: { 'content-type': 'application/json' } } : {};
-    bodies[path] = await (await fetch(mailroom.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).text();
-  }
-  writeFileSync(env.BENCH_BODIES, JSON.stringify(bodies));
-  const servers = { mailroom, express: await startTarget('express'), http: await startTarget('http') };
-  const runs: Record<string, Record<string, Awaited<ReturnType<typeof load>>[]>> = { mailroom: {}, express: {}, http: {} };
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, path] of Object.entries(paths)) {
-      for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target.url + path));
+/** Runs `sections` once per database: SQLite in a folder of its own, PostgreSQL in a schema of its own. */
+async function onEachDatabase(name: string, sections: (database: string) => Promise<void>): Promise<void> {
+  const which = process.env.BENCH_DATABASES ?? 'sqlite,postgres';
+  const dataDir = mkdtempSync(join(tmpdir(), `mailroom-bench-${name}-`));
+  try {
+    if (which.includes('sqlite')) {
+      env = environment(dataDir, '');
+      await sections('SQLite');
     }
-  }
-  for (const target of [servers.express, servers.http]) target.child.kill('SIGTERM');
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  const results = Object.fromEntries(
-    Object.entries(runs).map(([kind, byName]) => [
-      kind,
-      Object.fromEntries(
-        Object.entries(byName).map(([name, list]) => [
-          name,
-          { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0) },
-        ]),
-      ),
-    ]),
-  );
-
-  const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
-  console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
-  for (const [name, path] of Object.entries(paths)) {
-    for (const kind of ['mailroom', 'express', 'http']) {
-      const r = results[kind]![name]!;
-      const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
-      console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+    if (!which.includes('postgres')) return;
+    if (!(await postgresReachable(postgresUrl))) {
+      console.log(`\nPostgreSQL: skipped, nothing answers at ${postgresUrl.replace(/\/\/[^@]*@/, '//')}`);
+      return;
     }
+    const schema = `mailroom_bench_${name}_${process.pid}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    try {
+      env = environment(dataDir, `${postgresUrl}${postgresUrl.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`);
+      await sections('PostgreSQL');
+    } finally {
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.end();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
   }
-  console.log('\nratios (full server / bare handler, same run):');
-  for (const name of Object.keys(paths)) {
-    const full = results.mailroom![name]!.rps;
-    const vsExpress = full / results.express![name]!.rps;
-    const vsHttp = full / results.http![name]!.rps;
-    const verdict = vsExpress >= targets[name]! ? 'meets' : 'SHORT of';
-    console.log(`  ${name.padEnd(14)} ${(vsExpress * 100).toFixed(1)}% of bare Express (${verdict} the ${targets[name]! * 100}% target), ${(vsHttp * 100).toFixed(1)}% of bare node:http`);
-  }
-  console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
 }
-if (wanted('dashboard')) await benchDashboard(root, mailroom.url, TEST_KEY, CONTACTS);
-mailroom.child.kill('SIGTERM');
 
-// 4. The broadcast fan-out of a large segment, on both databases whichever one the rest ran on.
+console.log(`Mailroom benchmark: ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians`);
+if (['memory', 'stream', 'delivery', 'rates', 'dashboard'].some(wanted)) await onEachDatabase('main', benchDatabase);
+if (wanted('scale')) await onEachDatabase('scale', growthSection);
+
+// The broadcast fan-out of a large segment, and the webhook outbox, on both databases likewise.
+env = environment(mkdtempSync(join(tmpdir(), 'mailroom-bench-')), '');
 if (wanted('fanout')) {
   await benchFanout(targetScript, { ...env, LOG_LEVEL: 'warn' }, CONTACTS);
   console.log('');
 }
-
-// 5. The webhook outbox: deliveries per second to a local receiver, on both databases likewise.
 if (wanted('webhooks')) await benchWebhooks(targetScript, { ...env, LOG_LEVEL: 'warn' }, Number(process.env.BENCH_WEBHOOKS ?? 10_000));
-rmSync(dataDir, { recursive: true, force: true });
+rmSync(env.DATA_DIR, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
-// answering every request with a fixed body, an SMTP sink that only counts, a delivery worker with the
-// webhook outbox worker beside it, or one broadcast fan-out or webhook outbox run to its end (it
+// answering every request with a fixed body, an SMTP sink that only counts, a delivery worker, nodemailer
+// alone sending pre-built messages, or one broadcast fan-out or webhook outbox run to its end (it
 // reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay
 // and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
@@ -8,11 +8,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import express from 'express';
+import { createTransport } from 'nodemailer';
 import { pino } from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { FanoutWorker } from '../../server/broadcasts/fanout.ts';
 import { loadConfig } from '../../server/config.ts';
-import { smtpTransport } from '../../server/delivery/transport.ts';
+import { RELAY_CONNECTIONS, smtpTransport } from '../../server/delivery/transport.ts';
 import { DeliveryWorker } from '../../server/delivery/worker.ts';
 import { startServer } from '../../server/server.ts';
 import { openStore } from '../../server/store/index.ts';
@@ -75,6 +76,24 @@ async function listen(): Promise<string> {
     process.send!({ delivered: Number(n), seconds, peakRssBytes: process.resourceUsage().maxRSS * 1024 });
     return 'webhooks';
   }
+  if (kind === 'nodemailer') {
+    // The transport's own limit: nodemailer's pooled SMTP sending messages built before the clock starts,
+    // as many connections as Mailroom's relay transport opens, to the same sink.
+    const { count, html } = JSON.parse(process.env.BENCH_NODEMAILER!) as { count: number; html: string };
+    const builder = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+    const messages: { to: string; raw: Buffer }[] = [];
+    for (let n = 0; n < count; n++) {
+      const to = `r${n}@example.com`;
+      const built = await builder.sendMail({ from: 'Acme <news@acme.dev>', to, subject: 'News', html, text: html.replace(/<[^>]+>/g, '') });
+      messages.push({ to, raw: built.message as Buffer });
+    }
+    const pooled = createTransport(`${process.env.SMTP_URL}?pool=true&maxConnections=${RELAY_CONNECTIONS}`);
+    const started = performance.now();
+    await Promise.all(messages.map(({ to, raw }) => pooled.sendMail({ envelope: { from: 'news@acme.dev', to: [to] }, raw })));
+    process.send!({ sent: count, seconds: (performance.now() - started) / 1000 });
+    pooled.close();
+    return 'nodemailer';
+  }
   if (kind === 'deliver') {
     const config = loadConfig();
     const store = await openStore(config);
@@ -101,7 +120,7 @@ async function listen(): Promise<string> {
 }
 
 const url = await listen();
-if (kind !== 'fanout' && kind !== 'webhooks') process.send!({ url });
+if (kind !== 'fanout' && kind !== 'webhooks' && kind !== 'nodemailer') process.send!({ url });
 process.on('message', (message) => {
   if (message === 'reset') {
     delay.reset();
@@ -112,3 +131,5 @@ process.on('message', (message) => {
   }
   if (message === 'stop') void Promise.resolve(worker?.stop()).then(() => process.exit(0));
 });
+// An orderly exit, so that --cpu-prof writes its profile.
+process.on('SIGTERM', () => process.exit(0));
