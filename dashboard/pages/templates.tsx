@@ -4,6 +4,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { parseTemplate, render, type Values } from '../../server/templates/render.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
+import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ErrorNote, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, useCursor, useLoad, When } from '../ui.tsx';
@@ -17,7 +18,7 @@ const draftOf = (t?: Template): Draft => ({
   alias: t?.alias ?? '',
   from: t?.from ?? '',
   subject: t?.subject ?? '',
-  reply_to: t?.reply_to?.join(', ') ?? '',
+  reply_to: replyToText(t?.reply_to),
   html: t?.html ?? '',
   text: t?.text ?? '',
   variables: (t?.variables ?? []).map((v) => ({ key: v.key, type: v.type, fallback: v.fallback_value === null || v.fallback_value === undefined ? '' : String(v.fallback_value) })),
@@ -27,14 +28,13 @@ const typed = (type: Variable['type'], value: string) => (type === 'number' && v
 
 /** The request body; an optional field left empty is cleared on update and left out on create. */
 function bodyOf(draft: Draft) {
-  const replyTo = draft.reply_to.split(',').map((a) => a.trim()).filter(Boolean);
   return {
     name: draft.name,
     html: draft.html,
     alias: draft.alias.trim() || null,
     from: draft.from.trim() || null,
     subject: draft.subject || null,
-    reply_to: replyTo.length === 0 ? null : replyTo.length === 1 ? replyTo[0]! : replyTo,
+    reply_to: replyToValue(draft.reply_to) ?? null,
     text: draft.text || null,
     variables: draft.variables
       .filter((v) => v.key.trim())
