@@ -4,6 +4,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { parseParts, personalize, type Recipient } from '../../server/broadcasts/placeholders.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
+import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ErrorNote, Link, Loading, PageHeading, Select, TextArea, TextField, useLoad, When } from '../ui.tsx';
@@ -14,7 +15,7 @@ type Draft = Record<'name' | 'from' | 'reply_to' | 'subject' | 'preview_text' | 
 const draftOf = (broadcast?: Broadcast): Draft => ({
   name: broadcast?.name ?? '',
   from: broadcast?.from ?? '',
-  reply_to: broadcast?.reply_to?.join(', ') ?? '',
+  reply_to: replyToText(broadcast?.reply_to),
   subject: broadcast?.subject ?? '',
   preview_text: broadcast?.preview_text ?? '',
   segment_id: broadcast?.segment_id ?? '',
@@ -26,12 +27,12 @@ const draftOf = (broadcast?: Broadcast): Draft => ({
 /** The request body: fields left empty are left out, so the API's own defaults and checks apply. */
 function bodyOf(draft: Draft) {
   const given = (value: string) => (value.trim() === '' ? undefined : value);
-  const replyTo = draft.reply_to.split(',').map((address) => address.trim()).filter(Boolean);
+  const replyTo = replyToValue(draft.reply_to);
   return {
     from: draft.from.trim(),
     subject: draft.subject,
     ...(given(draft.name) && { name: draft.name }),
-    ...(replyTo.length > 0 && { reply_to: replyTo.length === 1 ? replyTo[0]! : replyTo }),
+    ...(replyTo && { reply_to: replyTo }),
     ...(given(draft.preview_text) && { preview_text: draft.preview_text }),
     ...(given(draft.segment_id) && { segment_id: draft.segment_id }),
     ...(given(draft.html) && { html: draft.html }),
@@ -158,12 +159,13 @@ function Preview({ draft }: { draft: Draft }) {
       {'problem' in rendered && <p class="error">{rendered.problem}</p>}
       {/* Untrusted HTML: no scripts, no same-origin access, and the dashboard's CSP besides. */}
       <iframe class="message" title="Message preview" sandbox="" srcdoc={rendered.html ?? `<pre>${(rendered.text ?? '').replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`)}</pre>`} />
-      <TestSend draft={draft} recipient={recipient} />
+      <TestSend draft={draft} content={rendered} />
     </section>
   );
 }
 
-function TestSend({ draft, recipient }: { draft: Draft; recipient: Recipient }) {
+/** Sends the preview as it stands (the content the Preview rendered) to one address. */
+function TestSend({ draft, content }: { draft: Draft; content: { subject: string; html: string | null; text: string | null; problem?: string } }) {
   const client = useClient();
   const [to, setTo] = useState('');
   const [sent, setSent] = useState<string | null>(null);
@@ -174,8 +176,6 @@ function TestSend({ draft, recipient }: { draft: Draft; recipient: Recipient }) 
       aria-label="Send a test"
       onSubmit={async (event) => {
         event.preventDefault();
-        const prepared = { subject: parseParts(draft.subject), html: draft.html ? parseParts(draft.html) : null, text: draft.text ? parseParts(draft.text) : null };
-        const content = personalize(prepared, recipient, `${location.origin}/unsubscribe/preview`);
         const { reply_to } = bodyOf(draft);
         const { data, error } = await client.emails.send({
           from: draft.from.trim(),
@@ -190,7 +190,9 @@ function TestSend({ draft, recipient }: { draft: Draft; recipient: Recipient }) 
       }}
     >
       <TextField label="Test address" type="email" value={to} onValue={setTo} required />
-      <button type="submit">Send test</button>
+      <button type="submit" disabled={content.problem !== undefined}>
+        Send test
+      </button>
       <ErrorNote error={error} />
       {sent && (
         <p class="notice" role="status">
