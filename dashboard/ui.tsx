@@ -157,6 +157,24 @@ export function useLoad<T>(load: () => Promise<Outcome<T>>, deps: unknown[]): Lo
 }
 
 /**
+ * A change made from a list's page: `run` calls the API, keeps its error for an ErrorNote (or clears
+ * the last one), reloads the list either way, and tells whether the change was made.
+ */
+export function useAction(reload: () => void): [MailroomError | null, (call: () => Promise<{ error?: MailroomError }>) => Promise<boolean>] {
+  const [error, setError] = useState<MailroomError | null>(null);
+  const run = useCallback(
+    async (call: () => Promise<{ error?: MailroomError }>) => {
+      const { error } = await call();
+      setError(error ?? null);
+      reload();
+      return !error;
+    },
+    [reload],
+  );
+  return [error, run];
+}
+
+/**
  * Cursor paging kept in the URL (`?after=…` or `?before=…`), so the browser's back button and a
  * reload keep the page. `has_more` tells whether there is more in the direction of travel.
  */

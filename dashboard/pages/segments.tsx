@@ -1,21 +1,19 @@
 // Segments: the list, a new one, deleting one; and a segment's members, a page at a time.
 import { useState } from 'preact/hooks';
-import type { MailroomError, MailroomSchemas } from '../api.ts';
+import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 function Segments() {
   const client = useClient();
   const segments = useLoad(() => client.GET('/segments'), []);
   const [name, setName] = useState('');
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, run] = useAction(segments.reload);
 
   async function remove(segment: MailroomSchemas['Segment']) {
     if (!confirm(`Delete the segment “${segment.name}”? Its contacts stay; only the segment goes.`)) return;
-    const { error } = await client.DELETE('/segments/{segment_id}', { params: { path: { segment_id: segment.id } } });
-    setError(error ?? null);
-    segments.reload();
+    await run(() => client.DELETE('/segments/{segment_id}', { params: { path: { segment_id: segment.id } } }));
   }
 
   return (
@@ -26,11 +24,7 @@ function Segments() {
         aria-label="New segment"
         onSubmit={async (event) => {
           event.preventDefault();
-          const { error } = await client.POST('/segments', { body: { name } });
-          setError(error ?? null);
-          if (error) return;
-          setName('');
-          segments.reload();
+          if (await run(() => client.POST('/segments', { body: { name } }))) setName('');
         }}
       >
         <TextField label="Name" value={name} onValue={setName} required />
@@ -81,7 +75,7 @@ function SegmentMembers({ id }: Record<string, string>) {
     () => client.GET('/segments/{segment_id}/contacts', { params: { path: { segment_id: id! }, query: { limit: 50, ...cursor } } }),
     [id, cursor.after, cursor.before],
   );
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, run] = useAction(members.reload);
   return (
     <>
       <PageHeading title={segment.data ? `Segment: ${segment.data.name}` : 'Segment'} />
@@ -113,11 +107,7 @@ function SegmentMembers({ id }: Record<string, string>) {
                     <button
                       type="button"
                       class="secondary"
-                      onClick={async () => {
-                        const { error } = await client.DELETE('/contacts/{contact_id}/segments/{segment_id}', { params: { path: { contact_id: contact.id, segment_id: id! } } });
-                        setError(error ?? null);
-                        members.reload();
-                      }}
+                      onClick={() => run(() => client.DELETE('/contacts/{contact_id}/segments/{segment_id}', { params: { path: { contact_id: contact.id, segment_id: id! } } }))}
                     >
                       Remove {contact.email}
                     </button>

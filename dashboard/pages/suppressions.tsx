@@ -1,10 +1,10 @@
 // Suppressions: the addresses no email goes to, filtered by why; add one, remove one.
 import { useState } from 'preact/hooks';
-import type { MailroomError, MailroomSchemas } from '../api.ts';
+import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type Origin = MailroomSchemas['SuppressionOrigin'];
 const ORIGINS: Record<Origin, string> = { bounce: 'Bounce', complaint: 'Complaint', manual: 'Added by hand' };
@@ -17,13 +17,11 @@ function Suppressions() {
   const origin = isOrigin(given) ? given : undefined;
   const list = useLoad(() => client.GET('/suppressions', { params: { query: { limit: 50, ...(origin && { origin }), ...cursor } } }), [origin, cursor.after, cursor.before]);
   const [email, setEmail] = useState('');
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, run] = useAction(list.reload);
 
   async function remove(suppression: MailroomSchemas['Suppression']) {
     if (!confirm(`Remove ${suppression.email} from the suppression list? Email to it will be sent again.`)) return;
-    const { error } = await client.DELETE('/suppressions/{suppression}', { params: { path: { suppression: suppression.id } } });
-    setError(error ?? null);
-    list.reload();
+    await run(() => client.DELETE('/suppressions/{suppression}', { params: { path: { suppression: suppression.id } } }));
   }
 
   return (
@@ -35,11 +33,7 @@ function Suppressions() {
           aria-label="Suppress an address"
           onSubmit={async (event) => {
             event.preventDefault();
-            const { error } = await client.POST('/suppressions', { body: { email: email.trim() } });
-            setError(error ?? null);
-            if (error) return;
-            setEmail('');
-            list.reload();
+            if (await run(() => client.POST('/suppressions', { body: { email: email.trim() } }))) setEmail('');
           }}
         >
           <TextField label="Email address" type="email" value={email} onValue={setEmail} required />

@@ -1,9 +1,9 @@
 // Topics: the list, a new one, deleting one.
 import { useState } from 'preact/hooks';
-import type { MailroomError, MailroomSchemas } from '../api.ts';
+import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Loading, PageHeading, Select, TextField, useLoad } from '../ui.tsx';
+import { ErrorNote, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
 
 type Subscription = MailroomSchemas['TopicSubscription'];
 type Visibility = MailroomSchemas['TopicVisibility'];
@@ -18,13 +18,11 @@ function Topics() {
   const [description, setDescription] = useState('');
   const [subscription, setSubscription] = useState<Subscription>('opt_in');
   const [visibility, setVisibility] = useState<Visibility>('public');
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, run] = useAction(topics.reload);
 
   async function remove(topic: MailroomSchemas['Topic']) {
     if (!confirm(`Delete the topic “${topic.name}”? Contacts' choices about it go with it.`)) return;
-    const { error } = await client.DELETE('/topics/{topic_id}', { params: { path: { topic_id: topic.id } } });
-    setError(error ?? null);
-    topics.reload();
+    await run(() => client.DELETE('/topics/{topic_id}', { params: { path: { topic_id: topic.id } } }));
   }
 
   return (
@@ -35,12 +33,9 @@ function Topics() {
         aria-labelledby="new-topic"
         onSubmit={async (event) => {
           event.preventDefault();
-          const { error } = await client.POST('/topics', { body: { name, default_subscription: subscription, visibility, ...(description && { description }) } });
-          setError(error ?? null);
-          if (error) return;
+          if (!(await run(() => client.POST('/topics', { body: { name, default_subscription: subscription, visibility, ...(description && { description }) } })))) return;
           setName('');
           setDescription('');
-          topics.reload();
         }}
       >
         <h2 id="new-topic">New topic</h2>

@@ -1,6 +1,6 @@
 // Signing in to the dashboard: a full access key opens it, a sending key and an unknown key are told
 // why not, the key stays in the tab's sessionStorage only, and signing out forgets it. The pages come
-// with a strict Content-Security-Policy.
+// with a strict Content-Security-Policy. A list page's changes (suppressions) show the API's refusal.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumPresent, launchChromium, openSignedIn } from '../support/dashboard.ts';
@@ -69,6 +69,26 @@ describe.skipIf(!chromiumPresent)('signing in to the dashboard', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('link', { name: 'Keyboard people' }).waitFor();
     await context.close();
+  });
+
+  it('suppressions: a refused address keeps its field and shows why; an added one clears it and is listed until removed', async () => {
+    const page = await openSignedIn(browser, server.url, server.apiKey, '/suppressions');
+    page.on('dialog', (dialog) => void dialog.accept());
+    const field = page.getByLabel('Email address');
+    await field.fill('someone@localhost'); // the browser's own check lets it through; the contract does not
+    await page.getByRole('button', { name: 'Suppress address' }).click();
+    await page.getByRole('alert').filter({ hasText: /email/i }).waitFor();
+    expect(await field.inputValue()).toBe('someone@localhost');
+    await field.fill('gone@example.com');
+    await page.getByRole('button', { name: 'Suppress address' }).click();
+    await page.getByRole('button', { name: 'Remove gone@example.com' }).waitFor();
+    expect(await field.inputValue()).toBe('');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.getByRole('button', { name: 'Remove gone@example.com' }).click();
+    await page.getByText('No suppressed addresses here.').waitFor();
+    const listed = await server.request('/suppressions');
+    expect(((await listed.json()) as { data: unknown[] }).data).toEqual([]);
+    await page.context().close();
   });
 
   it('tells a sending key, and an unknown key, why they cannot sign in', async () => {
