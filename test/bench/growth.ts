@@ -87,6 +87,9 @@ export async function benchGrowth({ url, apiKey, store, label, sizes }: GrowthBe
   for (const [step, size] of sizes.entries()) {
     await growContacts(db, contacts, size, sample);
     contacts = size;
+    // SQLite's inserts never gave the event loop a turn: let it hear of keep-alive connections the
+    // server closed meanwhile, or the next request would go out on one of them.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     // 90% of the way down the list, newest first: the contact made 10% of the way in.
     deepId = (await db.selectFrom('contacts').select('id').orderBy('created_at', 'asc').orderBy('id', 'asc').offset(Math.floor(size / 10)).limit(1).executeTakeFirstOrThrow()).id;
     figures['first page']!.push(await timed(REQUESTS, 20, () => get('/contacts?limit=100')));
