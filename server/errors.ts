@@ -20,7 +20,6 @@ export class ApiError extends Error {
   }
 }
 
-
 export const databaseUnavailable = () =>
   new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
 

@@ -5,11 +5,11 @@
 import type { Schemas } from '../api.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
+import { timeOrderedId } from '../store/timeOrderedId.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
 import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
 import { quoted } from '../quoted.ts';
 import { invalidMailbox, mailboxList as list } from './mailbox.ts';
-import { timeOrderedId } from '../store/timeOrderedId.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
 export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;

@@ -9,8 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction } from 'kysely';
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
-import { preparedInsert } from './prepared.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { preparedInsert } from './prepared.ts';
 import { suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */

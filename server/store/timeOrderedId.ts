@@ -2,8 +2,8 @@
 // 12-bit sequence that starts at random each millisecond and counts up, then 62 random bits. Events
 // recorded together share a created_at (an email's `sent` and `delivered`), and their ids keep them in
 // the order they were recorded. Emails and contacts take them too: ids in creation order append to the
-// primary-key index, where random ones would each land on a page of their own (a batch of 100 emails
-// wrote about a hundred scattered index pages per commit). They are still UUIDs (`format: uuid`).
+// primary-key index, where random ones each land on a page of their own, so a batch's commit writes
+// few pages rather than one per email. They are still UUIDs (`format: uuid`).
 import { randomUUID } from 'node:crypto';
 
 let lastMs = 0;
