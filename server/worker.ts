@@ -37,10 +37,12 @@ const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config
 const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
 const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
 const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
+// The listener first: if its port cannot be had, the thread ends before it has claimed any email,
+// rather than leaving the emails it claimed to wait out their lease.
+const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
 worker.start();
 fanout?.start();
 webhooks?.start();
-const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
 
 function configOrExit(): Config {

@@ -2,6 +2,7 @@
 // error nothing caught, an unhandled rejection, an exit; and one that will not stop when asked. Then
 // `npm start` with two delivery threads against a real relay.
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -65,11 +66,20 @@ describe('finding 1: the delivery thread supervisor', () => {
   });
 });
 
+/** A port nothing listens on now: the system's choice, released at once. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
 describe('npm start with DELIVERY_THREADS=2', () => {
   it('delivers every email once to a real relay, from two threads, with one fan-out and one inbound listener among them', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-threads-'));
     const relay = await startSmtpSink();
-    const inboundPort = 20_000 + Math.floor(Math.random() * 20_000);
+    const inboundPort = await freePort();
     const server = await startServerProcess({ DATA_DIR: dataDir, SMTP_URL: relay.url, DELIVERY_THREADS: '2', INBOUND_SMTP_PORT: String(inboundPort), BOUNCE_DOMAIN: 'bounces.acme.dev' });
     try {
       const auth = { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' };
