@@ -14,7 +14,7 @@ export class ApiKeyStore {
     private readonly db: Kysely<Tables>,
     private readonly dialect: DialectName,
   ) {
-    this.byHash = prepared(this.db, (hash) => this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash));
+    this.byHash = prepared(this.db, (slot) => this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', slot('hash')));
   }
 
   async insert(record: ApiKeyRecord): Promise<void> {
@@ -28,7 +28,7 @@ export class ApiKeyStore {
   }
 
   async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    return (await this.byHash(keyHash))[0];
+    return (await this.byHash({ hash: keyHash }))[0];
   }
 
   /** Every key, revoked ones too, oldest first: what `npm run keys list` shows. */

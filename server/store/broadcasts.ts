@@ -53,7 +53,7 @@ export class BroadcastStore {
     private readonly db: Kysely<Tables>,
     private readonly events: EventStore,
   ) {
-    this.byId = prepared(this.db, (id) => this.db.selectFrom('broadcasts').selectAll().where('id', '=', id));
+    this.byId = prepared(this.db, (slot) => this.db.selectFrom('broadcasts').selectAll().where('id', '=', slot('id')));
   }
 
   async insert(record: Insertable<BroadcastTable>): Promise<void> {
@@ -76,7 +76,7 @@ export class BroadcastStore {
   }
 
   async find(id: string): Promise<BroadcastRecord | undefined> {
-    return (await this.byId(id))[0];
+    return (await this.byId({ id }))[0];
   }
 
   /** Changes a draft; with no changes, answers as a change would (unknown, or not a draft). */

@@ -10,7 +10,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selecta
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
-import { preparedInsert } from './prepared.ts';
+import { prepared, preparedInsert } from './prepared.ts';
 import { suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */
@@ -37,6 +37,8 @@ export class EmailStore {
   private readonly order: Order;
   /** Compiled for this store's database: each dialect writes its own SQL. */
   private readonly insertEmails = preparedInsert<Tables, 'emails'>('emails');
+  /** Records one delivery of a group commit; runs once per email sent. */
+  private readonly recordSending;
 
   constructor(
     private readonly db: Kysely<Tables>,
@@ -51,6 +53,13 @@ export class EmailStore {
         return at && { time: at.created_at, id: at.id };
       },
     };
+    this.recordSending = prepared(db, (slot: (name: 'id' | 'lease_token' | 'last_event' | 'message_id' | 'text' | 'updated_at') => string) =>
+      db
+        .updateTable('emails')
+        .where(heldBy({ id: slot('id'), lease_token: slot('lease_token') }))
+        .set({ last_event: slot('last_event') as EmailEvent, message_id: slot('message_id'), text: slot('text'), last_error: null, updated_at: slot('updated_at'), lease_token: null })
+        .returning('id'),
+    );
   }
 
   async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[]): Promise<void> {
@@ -113,12 +122,7 @@ export class EmailStore {
       const recorded: string[] = [];
       const events: NewEvent[] = [];
       for (const { id, lease_token, messageId, text, raw } of deliveries) {
-        const row = await tx
-          .updateTable('emails')
-          .where(heldBy({ id, lease_token }))
-          .set({ last_event: final ? 'delivered' : 'sent', message_id: messageId, text, last_error: null, updated_at, lease_token: null })
-          .returning('id')
-          .executeTakeFirst();
+        const [row] = await this.recordSending({ id, lease_token, last_event: final ? 'delivered' : 'sent', message_id: messageId, text, updated_at }, tx);
         if (!row) continue;
         recorded.push(id);
         events.push({ type: 'email.sent', email_id: id, created_at: updated_at });

@@ -1,18 +1,23 @@
-// kysely builds and compiles a query on every call; on the request path that is measurable work for
-// queries that never change shape. These are compiled once, and only their one parameter changes.
+// kysely builds and compiles a query on every call; on the request path and the delivery path that is
+// measurable work for queries that never change shape. These are compiled once; only their values change.
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 
 const SLOT = '\u0000parameter';
 
-/** A query of one parameter, compiled once: `build(slot)` must use `slot` exactly once. */
-export function prepared<DB, Row>(db: Kysely<DB>, build: (slot: string) => Compilable<Row>): (value: unknown) => Promise<Row[]> {
-  const compiled = build(SLOT).compile();
-  const at = compiled.parameters.indexOf(SLOT);
-  if (at < 0 || compiled.parameters.lastIndexOf(SLOT) !== at) throw new Error('a prepared query takes its parameter exactly once');
-  return async (value) => {
-    const parameters = [...compiled.parameters];
-    parameters[at] = value;
-    return (await db.executeQuery<Row>({ ...compiled, parameters })).rows;
+/**
+ * A query compiled once: `build` puts `slot(name)` where each value goes, and each call gives the
+ * values by name, and the transaction to run in when there is one.
+ */
+export function prepared<DB, Row, Name extends string>(
+  db: Kysely<DB>,
+  build: (slot: (name: Name) => string) => Compilable<Row>,
+): (values: Record<Name, unknown>, executor?: Kysely<DB>) => Promise<Row[]> {
+  const compiled = build((name) => SLOT + name).compile();
+  const names = compiled.parameters.map((parameter) => (typeof parameter === 'string' && parameter.startsWith(SLOT) ? (parameter.slice(SLOT.length) as Name) : undefined));
+  if (names.every((name) => name === undefined)) throw new Error('a prepared query takes at least one slot');
+  return async (values, executor = db) => {
+    const parameters = compiled.parameters.map((parameter, at) => (names[at] === undefined ? parameter : values[names[at]]));
+    return (await executor.executeQuery<Row>({ ...compiled, parameters })).rows;
   };
 }
 
