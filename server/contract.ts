@@ -32,7 +32,7 @@ const SPEC_ID = 'mailroom:openapi';
  * check then refused on the way out. AJV_OPTIONS are the options the validator 5.6 gives its own Ajv
  * (framework/ajv/options.js; test/server/validator-wiring.test.ts fails if that changes).
  */
-export const FORMATS: Record<string, Format> = fullFormats;
+export const FORMATS: Record<string, Format> = { ...fullFormats, 'date-time': { ...(fullFormats['date-time'] as object), validate: dateTime } };
 export const AJV_OPTIONS = {
   // strict: false because OpenAPI adds keywords JSON Schema does not know (example, discriminator).
   strict: false,
@@ -50,6 +50,36 @@ export const VALIDATOR_FORMATS = {
   // Applied last, over the validator's own and ajv-formats' formats: the same functions as ours.
   formats: FORMATS,
 } as const;
+
+/**
+ * ajv-formats' full `date-time` check, with a short way for the form the server writes (toISOString's
+ * `2026-01-02T03:04:05.678Z`): one test of a regular expression instead of a split and two matches.
+ * A page of 100 contacts holds 200 of them, and the check was a twentieth of the page's time. It
+ * accepts exactly what the full check accepts (a valid day of a valid month; 23:59:60 as a leap
+ * second); any other form goes to the full check. test/server/date-time-format.test.ts compares them.
+ */
+function dateTime(value: string): boolean {
+  if (!CANONICAL.test(value)) return fullDateTime(value);
+  const year = digits(value, 0, 4);
+  const month = digits(value, 5, 2);
+  const day = digits(value, 8, 2);
+  const hour = digits(value, 11, 2);
+  const minute = digits(value, 14, 2);
+  const second = digits(value, 17, 2);
+  const leapYear = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const daysInMonth = month === 2 ? (leapYear ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31;
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
+  return (hour <= 23 && minute <= 59 && second <= 59) || (hour === 23 && minute === 59 && second === 60);
+}
+
+const fullDateTime = (fullFormats['date-time'] as { validate: (value: string) => boolean }).validate;
+// [0-9], not \d: the same thing without the u flag, said plainly, since digits() reads char codes.
+const CANONICAL = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z$/;
+const digits = (value: string, from: number, count: number) => {
+  let number = 0;
+  for (let at = from; at < from + count; at++) number = number * 10 + value.charCodeAt(at) - 48;
+  return number;
+};
 
 /** Compiles any schema inside the document, addressed by JSON pointer (`/components/schemas/Contact`). */
 export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => ValidateFunction {
