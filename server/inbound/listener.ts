@@ -5,7 +5,7 @@
 // Only a database that cannot be reached is a 4xx, so that the report comes again later.
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
+import type { SMTPServerAddress } from 'smtp-server';
 import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
 import { bounced, complained, delayed, delivered } from '../delivery/report.ts';
 import { isUnavailable } from '../store/database.ts';
@@ -29,6 +29,9 @@ export interface InboundListener {
 
 export async function startInbound(store: Store, logger: Logger, options: InboundOptions): Promise<InboundListener> {
   const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+  // Loaded here, not at the top: a delivery thread without a listener (the default) is spared
+  // smtp-server and mailparser, about 10 MB of memory.
+  const { SMTPServer } = await import('smtp-server');
   const server = new SMTPServer({
     name: 'mailroom-inbound',
     banner: 'Mailroom accepts bounces and complaint reports here',

@@ -3,7 +3,7 @@
 // with mailparser. Which email it is about: the VERP address it was sent to, else (a DSN) the
 // Original-Envelope-Id we asked the relay to return, else (an ARF) the return path the original
 // carried, else the Message-ID of the original's headers as returned (`<email id@domain>`).
-import { simpleParser, type Attachment, type ParsedMail } from 'mailparser';
+import type { Attachment, ParsedMail } from 'mailparser';
 
 export interface DsnRecipient {
   address: string | undefined;
@@ -28,6 +28,7 @@ const ORIGINAL = ['text/rfc822-headers', 'message/rfc822', 'message/rfc822-heade
 /** What the message reports; `recipients` are the addresses of its SMTP envelope (RCPT TO). */
 export async function readReport(raw: Buffer, recipients: string[]): Promise<Report> {
   // keepDeliveryStatus and ignoreEmbedded keep the report's parts as parts, instead of folding them into the text.
+  const { simpleParser } = await import('mailparser'); // see server/inbound/listener.ts
   const mail: ParsedMail = await simpleParser(raw, { keepDeliveryStatus: true, ignoreEmbedded: true } as object);
   const type = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
   const reportType = type?.value === 'multipart/report' ? type.params?.['report-type']?.toLowerCase() : undefined;

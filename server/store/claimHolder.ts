@@ -11,7 +11,7 @@
 // another id is an earlier life of this pid (a restarted container's pid 1), so it is dead.
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
-import pg from 'pg';
+import type { Client } from 'pg';
 import type { DialectName, Tables } from './database.ts';
 
 export interface ClaimHolder {
@@ -62,7 +62,7 @@ class SessionLockHolder implements ClaimHolder {
   /** A random positive int8, the advisory lock's key; chosen once, kept across reconnections. */
   private key: string | undefined;
   private first: Promise<void> | undefined;
-  private session: pg.Client | undefined;
+  private session: Client | undefined;
   private closed = false;
 
   constructor(
@@ -112,6 +112,7 @@ class SessionLockHolder implements ClaimHolder {
 
   /** Opens the session and takes the lock on `key`; false if another session holds it. */
   private async lock(key: string): Promise<boolean> {
+    const { default: pg } = await import('pg'); // loaded once opened on PostgreSQL: see store/database.ts
     const session = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: `mailroom claims ${key}` });
     session.on('error', () => {}); // a dropped session also ends, and 'end' handles it
     try {

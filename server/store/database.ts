@@ -2,9 +2,9 @@
 // Both run the same migrations and the same kysely queries.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import SqliteDatabase from 'better-sqlite3';
+import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type DatabaseIntrospector, type Driver, type Generated, type TableMetadata } from 'kysely';
-import pg from 'pg';
+import type { Client as PgClient } from 'pg';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
 
@@ -288,7 +288,7 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(options: DatabaseOptions, logger: Logger = pino({ level: 'silent' })): Promise<Database> {
-  const database = options.databaseUrl ? openPostgres(options.databaseUrl, options, logger) : openSqlite(options.dataDir);
+  const database = options.databaseUrl ? await openPostgres(options.databaseUrl, options, logger) : await openSqlite(options.dataDir);
   try {
     await migrate(database.db, database.dialect);
   } catch (error) {
@@ -301,7 +301,10 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger = pi
 /** How long a SQLite connection waits for another (the delivery thread's) to finish writing. */
 const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
-function openSqlite(dataDir: string): Database {
+// Each driver is loaded when its database is opened: a process on SQLite never loads pg, nor one on
+// PostgreSQL better-sqlite3 (a few MB of memory in every thread that opens a store).
+async function openSqlite(dataDir: string): Promise<Database> {
+  const { default: SqliteDatabase } = await import('better-sqlite3');
   mkdirSync(dataDir, { recursive: true });
   const sqlite = new SqliteDatabase(join(dataDir, 'mailroom.sqlite'));
   sqlite.pragma('journal_mode = WAL');
@@ -345,12 +348,13 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
   return new Proxy(sqlite, { get: (target, key) => (key === 'prepare' ? prepare : Reflect.get(target, key, target)) });
 }
 
-function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Database {
+async function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Promise<Database> {
+  const { default: pg } = await import('pg');
   const statementMs = options.databaseStatementTimeoutMs ?? 30_000;
   const pool = new pg.Pool({
     connectionString,
     max: 10,
-    Client: TimeoutClosingClient,
+    Client: timeoutClosing(pg.Client),
     connectionTimeoutMillis: options.databaseConnectTimeoutMs ?? 5_000,
     // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
     statement_timeout: statementMs,
@@ -374,16 +378,18 @@ function openPostgres(connectionString: string, options: DatabaseOptions, logger
  * pg's query_timeout answers the caller but leaves the connection waiting for a reply that may never
  * come, and the pool would hand it out again. Closing it makes the pool replace it.
  */
-class TimeoutClosingClient extends pg.Client {
-  override query(...args: unknown[]): any {
-    const result = (super.query as (...a: unknown[]) => unknown)(...args);
-    if (result instanceof Promise) {
-      result.catch((error: Error) => {
-        if (error.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-      });
+function timeoutClosing(Client: typeof PgClient): typeof PgClient {
+  return class TimeoutClosingClient extends Client {
+    override query(...args: unknown[]): any {
+      const result = (super.query as (...a: unknown[]) => unknown)(...args);
+      if (result instanceof Promise) {
+        result.catch((error: Error) => {
+          if (error.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+        });
+      }
+      return result;
     }
-    return result;
-  }
+  };
 }
 
 /**
