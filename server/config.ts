@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { DEFAULT_FANOUT, type FanoutOptions } from './broadcasts/fanout.ts';
-import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/worker.ts';
+import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/options.ts';
 import { DEFAULT_WEBHOOKS, type WebhookOptions } from './webhooks/dispatch.ts';
 
 export interface Config {

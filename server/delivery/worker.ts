@@ -20,32 +20,12 @@ import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import { refusal } from './bounce.ts';
 import { toMessage } from './message.ts';
+import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
 import { bounced } from './report.ts';
 import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
 import { isPermanent, recipientRefusal, type Refusal, type Transport } from './transport.ts';
 
-export interface DeliveryOptions {
-  /** Emails claimed at once. */
-  batchSize: number;
-  /** How long a claim lasts; a worker that dies gives its emails back after this. */
-  leaseMs: number;
-  /** Pause when the outbox has nothing due. */
-  idleMs: number;
-  maxAttempts: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Where bounces come back to: with it, messages carry a VERP return path and ask for DSNs. */
-  bounceDomain?: string;
-}
-
-export const DEFAULT_DELIVERY: DeliveryOptions = {
-  batchSize: 100,
-  leaseMs: 60_000,
-  idleMs: 100,
-  maxAttempts: 8,
-  retryBaseMs: 2_000,
-  retryMaxMs: 10 * 60_000,
-};
+export { DEFAULT_DELIVERY, type DeliveryOptions };
 
 const PURGE_EVERY_MS = 60_000;
 
