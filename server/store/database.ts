@@ -4,9 +4,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type DatabaseIntrospector, type Driver, type Generated, type TableMetadata } from 'kysely';
-import type { Client as PgClient } from 'pg';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
+import { pooledClient } from './postgresClient.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -354,7 +354,7 @@ async function openPostgres(connectionString: string, options: DatabaseOptions, 
   const pool = new pg.Pool({
     connectionString,
     max: 10,
-    Client: timeoutClosing(pg.Client),
+    Client: pooledClient(pg.Client),
     connectionTimeoutMillis: options.databaseConnectTimeoutMs ?? 5_000,
     // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
     statement_timeout: statementMs,
@@ -372,24 +372,6 @@ async function openPostgres(connectionString: string, options: DatabaseOptions, 
   const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const poolUsage = (): PoolUsage => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   return { db, dialect: 'postgres', poolUsage, close: () => db.destroy() };
-}
-
-/**
- * pg's query_timeout answers the caller but leaves the connection waiting for a reply that may never
- * come, and the pool would hand it out again. Closing it makes the pool replace it.
- */
-function timeoutClosing(Client: typeof PgClient): typeof PgClient {
-  return class TimeoutClosingClient extends Client {
-    override query(...args: unknown[]): any {
-      const result = (super.query as (...a: unknown[]) => unknown)(...args);
-      if (result instanceof Promise) {
-        result.catch((error: Error) => {
-          if (error.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-        });
-      }
-      return result;
-    }
-  };
 }
 
 /**
