@@ -15,7 +15,14 @@ import type { EmailRecord } from '../store/emails.ts';
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
 // the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
 // html template (server/broadcasts/personalize.ts).
-export const plainText = compile({ wordwrap: 78 });
+const convert = compile({ wordwrap: 78 });
+/** The last body converted: a batch often sends one body to many recipients, one after another. */
+let last: { html: string; text: string } | undefined;
+
+export function plainText(html: string): string {
+  if (last?.html !== html) last = { html, text: convert(html) };
+  return last.text;
+}
 
 /** A stored email that no message can be built from, such as one accepted before a rule it breaks. */
 export class UnsendableEmail extends Error {}
