@@ -3,7 +3,6 @@
 // what it must be, rather than surfacing later as a confusing failure (or never).
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import { DEFAULT_FANOUT, type FanoutOptions } from './broadcasts/fanout.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './delivery/options.ts';
 import { DEFAULT_WEBHOOKS, type WebhookOptions } from './webhooks/dispatch.ts';
@@ -74,114 +73,137 @@ export class ConfigError extends Error {}
 const SECRET = new Set(['DATABASE_URL', 'SMTP_URL', 'MAILROOM_API_KEY', 'UNSUBSCRIBE_SECRET']);
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-function whole(fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) {
-  const rule = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
-  return z
-    .string()
-    .refine((value) => /^\d+$/.test(value) && Number(value) >= min && Number(value) <= max, `must be ${rule}`)
-    .transform(Number)
-    .default(fallback);
+// Each variable's rule is a small reader rather than a schema library's: zod took about 5 MB in every
+// thread that reads the configuration (the server's and each delivery thread's), measured.
+
+/** What a value must be, when it is not. */
+class Refusal {
+  constructor(readonly message: string) {}
 }
+
+/** One variable: how a value given is read, and what stands when none is. */
+interface Variable<T, Unset> {
+  read: (value: string) => T | Refusal;
+  unset: Unset;
+}
+
+const variable = <T>(read: (value: string) => T | Refusal, unset: T): Variable<T, T> => ({ read, unset });
+const optional = <T>(read: (value: string) => T | Refusal): Variable<T, undefined> => ({ read, unset: undefined });
+
+const text = (value: string) => value;
+
+function whole(min = 0, max = Number.MAX_SAFE_INTEGER) {
+  const rule = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
+  return (value: string) => (/^\d+$/.test(value) && Number(value) >= min && Number(value) <= max ? Number(value) : new Refusal(`must be ${rule}`));
+}
+
+const oneOf =
+  <const Choice extends string>(choices: readonly Choice[], message = `must be one of ${choices.join(', ')}`) =>
+  (value: string) =>
+    choices.includes(value as Choice) ? (value as Choice) : new Refusal(message);
 
 function url(protocols: string[]) {
   const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`;
-  return z
-    .string()
-    .refine((value) => URL.canParse(value) && protocols.includes(new URL(value).protocol), rule)
-    .optional();
+  return (value: string) => (URL.canParse(value) && protocols.includes(new URL(value).protocol) ? value : new Refusal(rule));
 }
 
-const environment = z.object({
-  PORT: whole(3000, 0, 65535),
-  HOST: z.string().default('127.0.0.1'),
-  DATA_DIR: z.string().default('./data'),
-  DATABASE_URL: url(['postgres:', 'postgresql:']),
-  MAILROOM_API_KEY: z.string().optional(),
-  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
-  // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
-  BODY_LIMIT: z
-    .string()
-    .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'must be a size such as 4mb, 512kb or 100000')
-    .default('4mb'),
-  RATE_LIMIT_PER_SECOND: whole(10),
-  SMTP_URL: url(['smtp:', 'smtps:']),
-  SMTP_FINAL: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
-  NODE_ENV: z.string().optional(),
-  DELIVERY_WORKER: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
-  DELIVERY_THREADS: whole(1, 1, 16),
-  DELIVERY_MAX_ATTEMPTS: whole(DEFAULT_DELIVERY.maxAttempts, 1),
-  DELIVERY_RETRY_BASE_MS: whole(DEFAULT_DELIVERY.retryBaseMs),
-  DELIVERY_LEASE_MS: whole(DEFAULT_DELIVERY.leaseMs, 1),
-  FANOUT_LEASE_MS: whole(DEFAULT_FANOUT.leaseMs, 1),
-  FANOUT_CHUNK_SIZE: whole(DEFAULT_FANOUT.chunkSize, 1, 10_000),
-  HEADERS_TIMEOUT_MS: whole(10_000),
-  REQUEST_TIMEOUT_MS: whole(30_000),
-  KEEP_ALIVE_TIMEOUT_MS: whole(5_000),
-  STREAM_STALL_TIMEOUT_MS: whole(30_000),
-  SHUTDOWN_GRACE_MS: whole(10_000),
-  DATABASE_CONNECT_TIMEOUT_MS: whole(5_000),
-  DATABASE_STATEMENT_TIMEOUT_MS: whole(30_000),
-  // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).
-  CORS_ORIGINS: z.string().default(''),
-  METRICS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+const matching = (pattern: RegExp, message: string) => (value: string) => (pattern.test(value) ? value : new Refusal(message));
+
+/** Reads a value, then makes it what the configuration holds, unless it was refused. */
+const then =
+  <T, U>(read: (value: string) => T | Refusal, make: (value: T) => U) =>
+  (value: string) => {
+    const got = read(value);
+    return got instanceof Refusal ? got : make(got);
+  };
+
+function publicUrl(value: string): string | Refusal {
   // Links in emails are followed from anywhere: an absolute http(s) URL, with nothing after its path.
-  PUBLIC_URL: z
-    .string()
-    .refine((value) => {
-      if (!URL.canParse(value)) return false;
-      const parsed = new URL(value);
-      return ['http:', 'https:'].includes(parsed.protocol) && !value.includes('?') && !value.includes('#') && !parsed.username && !parsed.password;
-    }, 'must be an absolute http:// or https:// URL without a query, a fragment or credentials')
-    .transform((value) => value.replace(/\/+$/, ''))
-    .optional(),
-  UNSUBSCRIBE_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  const parsed = URL.canParse(value) ? new URL(value) : undefined;
+  const fits = parsed && ['http:', 'https:'].includes(parsed.protocol) && !value.includes('?') && !value.includes('#') && !parsed.username && !parsed.password;
+  return fits ? value.replace(/\/+$/, '') : new Refusal('must be an absolute http:// or https:// URL without a query, a fragment or credentials');
+}
+
+const VARIABLES = {
+  PORT: variable(whole(0, 65535), 3000),
+  HOST: variable(text, '127.0.0.1'),
+  DATA_DIR: variable(text, './data'),
+  DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
+  MAILROOM_API_KEY: optional(text),
+  LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
+  // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
+  BODY_LIMIT: variable(matching(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
+  RATE_LIMIT_PER_SECOND: variable(whole(), 10),
+  SMTP_URL: optional(url(['smtp:', 'smtps:'])),
+  SMTP_FINAL: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
+  NODE_ENV: optional(text),
+  DELIVERY_WORKER: variable(oneOf(['on', 'off'], 'must be on or off'), 'on'),
+  DELIVERY_THREADS: variable(whole(1, 16), 1),
+  DELIVERY_MAX_ATTEMPTS: variable(whole(1), DEFAULT_DELIVERY.maxAttempts),
+  DELIVERY_RETRY_BASE_MS: variable(whole(), DEFAULT_DELIVERY.retryBaseMs),
+  DELIVERY_LEASE_MS: variable(whole(1), DEFAULT_DELIVERY.leaseMs),
+  FANOUT_LEASE_MS: variable(whole(1), DEFAULT_FANOUT.leaseMs),
+  FANOUT_CHUNK_SIZE: variable(whole(1, 10_000), DEFAULT_FANOUT.chunkSize),
+  HEADERS_TIMEOUT_MS: variable(whole(), 10_000),
+  REQUEST_TIMEOUT_MS: variable(whole(), 30_000),
+  KEEP_ALIVE_TIMEOUT_MS: variable(whole(), 5_000),
+  STREAM_STALL_TIMEOUT_MS: variable(whole(), 30_000),
+  SHUTDOWN_GRACE_MS: variable(whole(), 10_000),
+  DATABASE_CONNECT_TIMEOUT_MS: variable(whole(), 5_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: variable(whole(), 30_000),
+  // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).
+  CORS_ORIGINS: variable(text, ''),
+  METRICS: variable(oneOf(['on', 'off'], 'must be on or off'), 'on'),
+  PUBLIC_URL: optional(publicUrl),
+  UNSUBSCRIBE_SECRET: optional((value) => (value.length >= 32 ? value : new Refusal('must be at least 32 characters'))),
   // The domain of the VERP return path: its MX must lead to the inbound listener (INBOUND_SMTP_PORT).
-  BOUNCE_DOMAIN: z
-    .string()
-    .regex(/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, 'must be a domain name such as bounces.example.com')
-    .transform((value) => value.toLowerCase())
-    .optional(),
-  INBOUND_SMTP_PORT: z
-    .string()
-    .refine((value) => /^\d+$/.test(value) && Number(value) <= 65535, 'must be a whole number from 0 to 65535')
-    .transform(Number)
-    .optional(),
-  INBOUND_SMTP_HOST: z.string().default('127.0.0.1'),
-  WEBHOOK_ALLOW_PRIVATE: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false'),
-  WEBHOOK_TIMEOUT_MS: whole(DEFAULT_WEBHOOKS.timeoutMs, 1, 600_000),
+  BOUNCE_DOMAIN: optional(
+    then(matching(/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, 'must be a domain name such as bounces.example.com'), (domain) =>
+      domain.toLowerCase(),
+    ),
+  ),
+  INBOUND_SMTP_PORT: optional(whole(0, 65535)),
+  INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
+  WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
+  WEBHOOK_TIMEOUT_MS: variable(whole(1, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
   // Unset: a minute, or the timeout and half a minute more when that is longer.
-  WEBHOOK_LEASE_MS: z
-    .string()
-    .refine((value) => /^\d+$/.test(value) && Number(value) >= 1, 'must be a whole number of at least 1')
-    .transform(Number)
-    .optional(),
-  WEBHOOK_CONCURRENCY: whole(DEFAULT_WEBHOOKS.concurrency, 1, 1000),
-  WEBHOOK_DISABLE_AFTER_FAILED: whole(DEFAULT_WEBHOOKS.disableAfterFailed),
+  WEBHOOK_LEASE_MS: optional(whole(1)),
+  WEBHOOK_CONCURRENCY: variable(whole(1, 1000), DEFAULT_WEBHOOKS.concurrency),
+  WEBHOOK_DISABLE_AFTER_FAILED: variable(whole(), DEFAULT_WEBHOOKS.disableAfterFailed),
   // The waits before the second, third... attempt: Resend's schedule unless set (tests shorten it).
-  WEBHOOK_RETRY_SCHEDULE_MS: z
-    .string()
-    .regex(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas')
-    .transform((value) => value.split(',').map(Number))
-    .default(() => [...DEFAULT_WEBHOOKS.retryScheduleMs]),
-}).refine((e) => e.WEBHOOK_LEASE_MS === undefined || e.WEBHOOK_LEASE_MS > e.WEBHOOK_TIMEOUT_MS, {
+  WEBHOOK_RETRY_SCHEDULE_MS: variable(
+    then(matching(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas'), (list) => list.split(',').map(Number)),
+    DEFAULT_WEBHOOKS.retryScheduleMs,
+  ),
+};
+
+type Environment = { [Name in keyof typeof VARIABLES]: (typeof VARIABLES)[Name] extends Variable<infer T, infer Unset> ? T | Unset : never };
+
+/** Reads every variable; the lines name each one that is wrong and what it must be. */
+function readEnvironment(given: Record<string, string | undefined>): { environment: Environment; lines: string[] } {
+  const read: Record<string, unknown> = {};
+  const lines: string[] = [];
+  const refuse = (name: string, message: string) => lines.push(SECRET.has(name) ? `${name} ${message}` : `${name} ${message}, got ${JSON.stringify(given[name])}`);
+  for (const [name, { read: readValue, unset }] of Object.entries(VARIABLES) as [string, Variable<unknown, unknown>][]) {
+    const value = given[name];
+    const got = value === undefined ? unset : readValue(value);
+    if (got instanceof Refusal) refuse(name, got.message);
+    else read[name] = got;
+  }
+  const environment = read as Environment;
   // A claim must outlast the attempt it covers, or another worker would post the same delivery meanwhile.
-  message: 'must be longer than WEBHOOK_TIMEOUT_MS',
-  path: ['WEBHOOK_LEASE_MS'],
-});
+  if (lines.length === 0 && environment.WEBHOOK_LEASE_MS !== undefined && environment.WEBHOOK_LEASE_MS <= environment.WEBHOOK_TIMEOUT_MS) {
+    refuse('WEBHOOK_LEASE_MS', 'must be longer than WEBHOOK_TIMEOUT_MS');
+  }
+  return { environment, lines };
+}
 
 /** Reads the configuration from `env`; throws a ConfigError naming every variable that is wrong. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (`PORT=`) means unset, as it always has: the default applies.
   const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = environment.safeParse(given);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => {
-      const name = String(issue.path[0]);
-      return SECRET.has(name) ? `${name} ${issue.message}` : `${name} ${issue.message}, got ${JSON.stringify(given[name])}`;
-    });
-    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
-  }
-  const e = parsed.data;
+  const { environment: e, lines } = readEnvironment(given);
+  if (lines.length > 0) throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -223,7 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseMs: e.WEBHOOK_LEASE_MS ?? Math.max(DEFAULT_WEBHOOKS.leaseMs, e.WEBHOOK_TIMEOUT_MS + 30_000),
       concurrency: e.WEBHOOK_CONCURRENCY,
       disableAfterFailed: e.WEBHOOK_DISABLE_AFTER_FAILED,
-      retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS,
+      retryScheduleMs: [...e.WEBHOOK_RETRY_SCHEDULE_MS],
     },
   };
 }
