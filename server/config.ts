@@ -32,7 +32,7 @@ export interface Config {
   production: boolean;
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
-  /** How many: each builds and sends messages on a core of its own, and costs about 50 MB. */
+  /** How many: each builds and sends messages on a core of its own, and costs about 30 MB. */
   deliveryThreads: number;
   delivery: DeliveryOptions;
   /** The broadcast fan-out, which runs wherever the delivery worker does. */
