@@ -1,4 +1,4 @@
-// The pool's PostgreSQL client: a statement seen again is prepared on the connection and reused, and
+// The pool's PostgreSQL client: an insert seen again is prepared on the connection and reused, and
 // one whose prepared plan went stale (its table changed under it) goes unnamed from then on.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,23 +28,27 @@ describe.runIf(backends.includes('postgres'))('the PostgreSQL client', () => {
 
   const prepared = async () => (await client.query<{ statement: string }>("select statement from pg_prepared_statements where name like 'mailroom\\_%'")).rows.map((row) => row.statement);
 
-  it('prepares a statement the second time it runs, and answers the same from the prepared one', async () => {
+  it('prepares an insert the second time it runs, and leaves other statements unnamed', async () => {
+    const insert = 'insert into notes (id, body) values ($1, $2)';
     const lookup = 'select id, body from notes where id = $1';
-    expect((await client.query(lookup, [1])).rows).toEqual([{ id: 1, body: 'first' }]);
+    await client.query(insert, [2, 'second']);
+    expect(await prepared()).not.toContain(insert);
+    await client.query(insert, [3, 'third']);
+    expect(await prepared()).toContain(insert);
+    await client.query(insert, [4, 'fourth']);
+    expect((await client.query(lookup, [4])).rows).toEqual([{ id: 4, body: 'fourth' }]);
+    expect((await client.query(lookup, [3])).rows).toEqual([{ id: 3, body: 'third' }]);
     expect(await prepared()).not.toContain(lookup);
-    expect((await client.query(lookup, [1])).rows).toEqual([{ id: 1, body: 'first' }]);
-    expect(await prepared()).toContain(lookup);
-    expect((await client.query(lookup, [2])).rows).toEqual([]);
   });
 
-  it('sends a statement unnamed once its prepared plan went stale', async () => {
-    const all = 'select * from notes where id = $1';
-    await client.query(all, [1]);
-    await client.query(all, [1]);
-    expect(await prepared()).toContain(all);
-    // Another process migrates the table; the prepared SELECT * now returns another row type.
+  it('sends an insert unnamed once its prepared plan went stale', async () => {
+    const insert = 'insert into notes (id, body) values ($1, $2) returning *';
+    await client.query(insert, [10, 'a']);
+    await client.query(insert, [11, 'b']);
+    expect(await prepared()).toContain(insert);
+    // Another process migrates the table; the prepared statement's rows now have another type.
     await client.query('alter table notes add column tags text');
-    await expect(client.query(all, [1])).rejects.toMatchObject({ code: '0A000' });
-    expect((await client.query(all, [1])).rows).toEqual([{ id: 1, body: 'first', tags: null }]);
+    await expect(client.query(insert, [12, 'c'])).rejects.toMatchObject({ code: '0A000' });
+    expect((await client.query(insert, [12, 'c'])).rows).toEqual([{ id: 12, body: 'c', tags: null }]);
   });
 });
