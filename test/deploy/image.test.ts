@@ -2,10 +2,10 @@
 // an SMTP relay on this machine, healthy, sending a batch that reaches the relay, and stopped by
 // `podman stop` (SIGTERM, then SIGKILL after 10 s) with exit code 0 well before the SIGKILL.
 // Skips with a line saying so where podman is not installed, except under CI=true (.ci/run installs it).
-import { createServer } from 'node:net';
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresSchema } from '../support/backends.ts';
+import { freePort } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
 import { buildStageOnHost, podman, podmanInstalled, root, RUN_FLAGS, standInNodeImage } from './image.ts';
@@ -19,14 +19,6 @@ if (!installed) {
 const image = 'localhost/mailroom:test';
 const container = `mailroom-test-${process.pid}`;
 let context = '';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.skipIf(!installed)('the container image', () => {
   let base = '';

@@ -2,14 +2,13 @@
 // error nothing caught, an unhandled rejection, an exit; and one that will not stop when asked. Then
 // `npm start` with two delivery threads against a real relay.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { superviseThread } from '../../server/delivery/thread.ts';
-import { startServerProcess } from '../support/process.ts';
+import { freePort, startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { startSmtpSink } from '../support/smtp.ts';
 import { eventually, sleep } from './faults.ts';
@@ -65,15 +64,6 @@ describe('finding 1: the delivery thread supervisor', () => {
     expect(lines.some((l) => l.msg.includes('stopping it outright'))).toBe(true);
   });
 });
-
-/** A port nothing listens on now: the system's choice, released at once. */
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 describe('npm start with DELIVERY_THREADS=2', () => {
   it('delivers every email once to a real relay, from two threads, with one fan-out and one inbound listener among them', async () => {

@@ -3,29 +3,19 @@
 // report mailed to the listener as MTAs write them, and a webhook receiver on 127.0.0.1 that checks
 // every delivery's signature as Standard Webhooks receivers do.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTransport } from 'nodemailer';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends, postgresSchema } from '../support/backends.ts';
-import { startServerProcess, type ServerProcess } from '../support/process.ts';
+import { freePort, startServerProcess, type ServerProcess } from '../support/process.ts';
 import { startReceiver, until, type Receiver } from '../support/receiver.ts';
 import { arf, dsn } from '../support/reports.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
 
 const BOUNCE_DOMAIN = 'bounces.mailroom.test';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.each(backends)('what happened to an email, on %s', (backend) => {
   let server: ServerProcess;

@@ -1,6 +1,7 @@
 // The server as `npm start` runs it (the esbuild bundle build/main.js, which vitest's globalSetup
 // builds), in a process of its own, for suites that kill it, starve it or cut its database off.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { TEST_KEY } from './server.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -47,4 +48,13 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 30_0
       reject(new Error(`build/main.js exited (${code}) before listening: ${output.slice(-500)}`));
     });
   });
+}
+
+/** A port nothing listens on now: the system's choice, released at once. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
