@@ -38,8 +38,9 @@ export function smtpTransport(smtpUrl: string, { final = false, maxConnections =
     final,
     send: async (message) => {
       const built = await builder.sendMail(withBoundary(message));
-      // The Message-ID is given again so that nodemailer does not make one up for the raw wrapper.
-      const info = await transporter.sendMail(withBoundary({ envelope: built.envelope, dsn: message.dsn, messageId: message.messageId, raw: built.message as Buffer }));
+      // The Message-ID is given again so that nodemailer does not make one up for the raw wrapper (a
+      // raw message has no parts of its own, and nodemailer passes no boundary to it).
+      const info = await transporter.sendMail({ envelope: built.envelope, dsn: message.dsn, messageId: message.messageId, raw: built.message as Buffer });
       return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
     },
     close: () => {
