@@ -1,6 +1,6 @@
 // API keys: `re_` plus 32 random base62 characters, kept only as a SHA-256 hash. The keys are random
 // enough that a fast hash is safe, and fast matters: every request is authenticated.
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { Store } from '../store/index.ts';
 
@@ -18,7 +18,7 @@ export function generateKey(): string {
   return key;
 }
 
-export const hashKey = (key: string): Buffer => createHash('sha256').update(key).digest();
+export const hashKey = (key: string): Buffer => hash('sha256', key, 'buffer');
 
 export async function createKey(store: Store, name: string, permission: Permission, key = generateKey()): Promise<{ id: string; key: string }> {
   const id = randomUUID();

@@ -6,9 +6,19 @@ import { prepared } from './prepared.ts';
 
 export type ApiKeyRecord = Selectable<ApiKeyTable>;
 
+/**
+ * How long a key read for a request is trusted without reading it again. Every authenticated request
+ * looks its key up; a key changed through this store is forgotten at once, so this only bounds how long
+ * a key revoked by another process (`npm run keys`, another server sharing PostgreSQL) still works.
+ */
+export const KEY_TRUSTED_MS = 1000;
+/** Keys read recently; only keys found are kept, so unknown keys sent at random cannot grow it. */
+const KEYS_KEPT = 1000;
+
 export class ApiKeyStore {
   // Runs on every authenticated request.
   private readonly byHash;
+  private readonly recent = new Map<string, { record: ApiKeyRecord; until: number }>();
 
   constructor(
     private readonly db: Kysely<Tables>,
@@ -27,8 +37,21 @@ export class ApiKeyStore {
     return inserted !== undefined;
   }
 
+  /** The key with this hash, as read within the last KEY_TRUSTED_MS. */
   async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    return (await this.byHash({ hash: keyHash }))[0];
+    const kept = this.recent.get(keyHash);
+    if (kept && kept.until > performance.now()) return kept.record;
+    const record = (await this.byHash({ hash: keyHash }))[0];
+    if (record) {
+      if (this.recent.size >= KEYS_KEPT) this.recent.clear();
+      this.recent.set(keyHash, { record, until: performance.now() + KEY_TRUSTED_MS });
+    } else this.recent.delete(keyHash);
+    return record;
+  }
+
+  /** Forgets the key read for requests, so that the next request reads what was just written. */
+  private forget(id: string): void {
+    for (const [hash, { record }] of this.recent) if (record.id === id) this.recent.delete(hash);
   }
 
   /** Every key, revoked ones too, oldest first: what `npm run keys list` shows. */
@@ -52,6 +75,7 @@ export class ApiKeyStore {
   /** Renames a key that is not revoked; false if there is none with this id. */
   async rename(id: string, name: string): Promise<boolean> {
     const result = await this.db.updateTable('api_keys').set({ name }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+    this.forget(id);
     return Number(result.numUpdatedRows) === 1;
   }
 
@@ -63,6 +87,7 @@ export class ApiKeyStore {
       .where('id', '=', id)
       .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', minute)]))
       .execute();
+    for (const { record } of this.recent.values()) if (record.id === id && (record.last_used_at === null || record.last_used_at < minute)) record.last_used_at = minute;
   }
 
   /**
@@ -71,7 +96,7 @@ export class ApiKeyStore {
    * cannot both pass the check.
    */
   async revokeUnlessLast(id: string, at: string): Promise<'revoked' | 'not_found' | 'last_full_access'> {
-    return this.db.transaction().execute(async (tx) => {
+    const outcome = await this.db.transaction().execute(async (tx) => {
       const target = await tx.selectFrom('api_keys').select('permission').where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
       if (!target) return 'not_found';
       if (target.permission === 'full_access') {
@@ -81,8 +106,10 @@ export class ApiKeyStore {
         if (!keys.some((key) => key.id !== id)) return 'last_full_access';
       }
       await tx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-      return 'revoked';
+      return 'revoked' as const;
     });
+    this.forget(id);
+    return outcome;
   }
 
   async count(): Promise<number> {
@@ -98,6 +125,7 @@ export class ApiKeyStore {
       .where('id', '=', id)
       .where('revoked_at', 'is', null)
       .executeTakeFirst();
+    this.forget(id);
     return Number(result.numUpdatedRows) === 1;
   }
 }

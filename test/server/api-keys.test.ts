@@ -1,7 +1,10 @@
 // API keys over HTTP: a token shown once that works at once, with its permission; the list without
 // tokens, newest first, paged; renaming; revoking, after which the token is refused; the last full
-// access key kept (also against two revocations at once); and the last use, to the minute.
+// access key kept (also against two revocations at once); a key revoked by another process refused
+// within a second; and the last use, to the minute.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KEY_TRUSTED_MS } from '../../server/store/apiKeys.ts';
+import { openStore } from '../../server/store/index.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -78,6 +81,23 @@ describe.each(backends)('API keys on %s', (backend) => {
     expect(await call('POST', '/emails', { from: 'a@acme.dev', to: 'b@example.com', subject: 'Hi', text: 'x' }, body.token)).toEqual({ status: 403, body: expect.objectContaining({ name: 'invalid_api_key' }) });
     expect((await listed()).map((k) => k.id)).not.toContain(body.id);
     expect((await call('DELETE', `/api-keys/${body.id}`)).status).toBe(404);
+  });
+
+  it('refuses a key revoked by another process within a second, and one revoked here at once', async () => {
+    const { body } = await create('elsewhere', 'sending_access');
+    const send = async () => (await call('POST', '/emails', { from: 'a@acme.dev', to: 'b@example.com', subject: 'Hi', text: 'x' }, body.token)).status;
+    expect(await send()).toBe(200); // read now, so the server holds it
+    const other = await openStore(server.config); // as `npm run keys revoke` would, or another server
+    try {
+      expect(await other.apiKeys.revoke(body.id, new Date().toISOString())).toBe(true);
+    } finally {
+      await other.close();
+    }
+    const revokedAt = performance.now();
+    let status = await send();
+    while (status === 200 && performance.now() - revokedAt < KEY_TRUSTED_MS + 1000) status = await send();
+    expect(status).toBe(403);
+    expect(performance.now() - revokedAt).toBeLessThan(KEY_TRUSTED_MS + 500);
   });
 
   it('notes the last use to the minute', async () => {
