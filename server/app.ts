@@ -65,7 +65,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.set('etag', false);
 
   const metrics = config.metrics ? createMetrics(store, logger, PAGE_PATHS) : undefined;
-  app.use(requestLog(logger), stableQuery);
+  app.use(requestLog(logger));
   if (metrics) app.use(metrics.observe);
   const cors = crossOrigin(config.corsOrigins, spec);
   if (cors) app.use(cors);
@@ -134,7 +134,7 @@ export function validatorParts(validator: RequestHandler[]): { routing: RequestH
  * time went to trying routes, measured).
  */
 function under(prefixes: readonly string[], router: RequestHandler): RequestHandler {
-  return (req, res, next) => (prefixes.some((prefix) => req.path.startsWith(prefix)) ? router(req, res, next) : next());
+  return (req, res, next) => (prefixes.some((prefix) => req.url.startsWith(prefix)) ? router(req, res, next) : next());
 }
 
 /** One JSON log line per request, tied to its x-request-id, which error logs repeat. */
@@ -153,12 +153,3 @@ function requestLog(logger: Logger): RequestHandler {
 
 /** An unsubscribe link's token unsubscribes whoever holds it: logs keep the path, not the token. */
 const withoutToken = (url: string) => url.replace(/^\/unsubscribe\/[^/?#]+/, '/unsubscribe/…');
-
-/**
- * Express 5 parses req.query anew on every read, so the validator's type coercion (limit "10" → 10)
- * would be lost; pinning the parsed object keeps the validated, coerced values for the handlers.
- */
-const stableQuery: RequestHandler = (req, _res, next) => {
-  Object.defineProperty(req, 'query', { value: req.query, writable: true, enumerable: true, configurable: true });
-  next();
-};

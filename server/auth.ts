@@ -1,8 +1,7 @@
 // Bearer authentication and authorization. Which role an operation needs is read from its
 // `security` in openapi.yaml; a full_access key holds every role, a sending_access key only its own.
-import { timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import { hashKey, type Permission } from './apiKeys/key.ts';
+import type { Permission } from './apiKeys/key.ts';
 import type { OpenApiDocument } from './contract.ts';
 import { ApiError } from './errors.ts';
 import type { Store } from './store/index.ts';
@@ -26,9 +25,8 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
     if (!key) {
       throw new ApiError(401, 'missing_api_key', 'Missing API key in the authorization header. Use `Authorization: Bearer re_...`.');
     }
-    const hash = hashKey(key);
-    const record = await store.apiKeys.findByHash(hash.toString('hex'));
-    if (!record || record.revoked_at !== null || !timingSafeEqual(Buffer.from(record.key_hash, 'hex'), hash)) {
+    const record = await store.apiKeys.findByToken(key);
+    if (!record || record.revoked_at !== null) {
       throw new ApiError(403, 'invalid_api_key', 'API key is invalid.');
     }
     res.locals.apiKey = record;

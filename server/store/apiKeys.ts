@@ -1,5 +1,6 @@
-// API keys, stored as SHA-256 hashes only.
+// API keys, stored as SHA-256 hashes only; the tokens of keys read in the last second are kept in memory.
 import type { Kysely, Selectable } from 'kysely';
+import { hashKey } from '../apiKeys/key.ts';
 import type { ApiKeyTable, DialectName, Tables } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared } from './prepared.ts';
@@ -37,21 +38,24 @@ export class ApiKeyStore {
     return inserted !== undefined;
   }
 
-  /** The key with this hash, as read within the last KEY_TRUSTED_MS. */
-  async findByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
-    const kept = this.recent.get(keyHash);
+  /**
+   * The key whose token this is, as read within the last KEY_TRUSTED_MS. Kept by token, so that a
+   * request whose key was read recently is not hashed again either (hashing cost more than the lookup).
+   */
+  async findByToken(token: string): Promise<ApiKeyRecord | undefined> {
+    const kept = this.recent.get(token);
     if (kept && kept.until > performance.now()) return kept.record;
-    const record = (await this.byHash({ hash: keyHash }))[0];
+    const record = (await this.byHash({ hash: hashKey(token).toString('hex') }))[0];
     if (record) {
       if (this.recent.size >= KEYS_KEPT) this.recent.clear();
-      this.recent.set(keyHash, { record, until: performance.now() + KEY_TRUSTED_MS });
-    } else this.recent.delete(keyHash);
+      this.recent.set(token, { record, until: performance.now() + KEY_TRUSTED_MS });
+    } else this.recent.delete(token);
     return record;
   }
 
   /** Forgets the key read for requests, so that the next request reads what was just written. */
   private forget(id: string): void {
-    for (const [hash, { record }] of this.recent) if (record.id === id) this.recent.delete(hash);
+    for (const [token, { record }] of this.recent) if (record.id === id) this.recent.delete(token);
   }
 
   /** Every key, revoked ones too, oldest first: what `npm run keys list` shows. */

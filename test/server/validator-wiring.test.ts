@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import express from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { createRequestAjv, createResponseAjv } from 'express-openapi-validator/dist/framework/ajv/index.js';
 import { OpenApiValidator as Validator } from 'express-openapi-validator/dist/openapi.validator.js';
@@ -98,7 +99,26 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
     });
     expect(await post(server, '/emails/batch', batch)).toMatchObject({ status: 422, body: { message: 'emails[1]: The `cc` must be one address, or up to 50 of them.' } });
   });
+});
 
+// Express 5 parses req.query anew on every read; the validator pins the object it coerces (its own
+// Express 5 workaround), which is what keeps the handlers' numbers numbers.
+describe('one validation path: handlers see the query as the request check coerced it', () => {
+  let server: TestServer;
+  const seen: unknown[] = [];
+  beforeAll(async () => {
+    const spy = express.Router().get('/contacts', (req, _res, next) => {
+      seen.push(req.query.limit);
+      next();
+    });
+    server = await startTestServer('sqlite', { extraRoutes: spy });
+  });
+  afterAll(() => server.close());
+
+  it('reads limit=2 as the number 2', async () => {
+    expect((await server.request('/contacts?limit=2')).status).toBe(200);
+    expect(seen).toEqual([2]);
+  });
 });
 
 // Wiring, not storage: on SQLite only.
