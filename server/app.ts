@@ -130,8 +130,7 @@ export function validatorParts(validator: RequestHandler[]): { routing: RequestH
 
 /**
  * A router of full paths, mounted at the root, that only requests under one of `prefixes` enter:
- * Express would otherwise try each of its routes against every request (a tenth of a small request's
- * time went to trying routes, measured).
+ * Express would otherwise try each of its routes against every request, 24 routes in all.
  */
 function under(prefixes: readonly string[], router: RequestHandler): RequestHandler {
   return (req, res, next) => (prefixes.some((prefix) => req.url.startsWith(prefix)) ? router(req, res, next) : next());
