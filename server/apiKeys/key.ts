@@ -18,7 +18,8 @@ export function generateKey(): string {
   return key;
 }
 
-export const hashKey = (key: string): Buffer => hash('sha256', key, 'buffer');
+/** The key's SHA-256, in hex: what the store keeps and looks keys up by. */
+export const hashKey = (key: string): string => hash('sha256', key);
 
 export async function createKey(store: Store, name: string, permission: Permission, key = generateKey()): Promise<{ id: string; key: string }> {
   const id = randomUUID();
@@ -27,7 +28,7 @@ export async function createKey(store: Store, name: string, permission: Permissi
 }
 
 function keyRecord(id: string, name: string, permission: Permission, key: string): ApiKeyRecord {
-  return { id, name, permission, key_hash: hashKey(key).toString('hex'), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null };
+  return { id, name, permission, key_hash: hashKey(key), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null };
 }
 
 /**

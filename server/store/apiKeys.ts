@@ -45,7 +45,7 @@ export class ApiKeyStore {
   async findByToken(token: string): Promise<ApiKeyRecord | undefined> {
     const kept = this.recent.get(token);
     if (kept && kept.until > performance.now()) return kept.record;
-    const record = (await this.byHash({ hash: hashKey(token).toString('hex') }))[0];
+    const record = (await this.byHash({ hash: hashKey(token) }))[0];
     if (record) {
       if (this.recent.size >= KEYS_KEPT) this.recent.clear();
       this.recent.set(token, { record, until: performance.now() + KEY_TRUSTED_MS });

@@ -172,6 +172,6 @@ describe.each(backends)('finding 13: processes starting together on one empty %s
     expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
     const keys = await stores[0]!.apiKeys.list();
     expect(keys).toHaveLength(1);
-    expect(keys[0]?.key_hash).toBe(hashKey(seed).toString('hex'));
+    expect(keys[0]?.key_hash).toBe(hashKey(seed));
   });
 });
