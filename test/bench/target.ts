@@ -1,10 +1,10 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
-// answering every request with a fixed body, Express with the contract's checks and nothing else, an SMTP sink that only counts, a delivery worker, nodemailer
-// alone sending pre-built messages, or one broadcast fan-out or webhook outbox run to its end (it
+// answering every request with a fixed body, Express with the contract's checks and nothing else, an
+// SMTP sink that only counts, a delivery worker, nodemailer alone sending pre-built messages, or one broadcast fan-out or webhook outbox run to its end (it
 // reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay
 // and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import express from 'express';
@@ -86,11 +86,13 @@ async function listen(): Promise<string> {
     // as many connections as Mailroom's relay transport opens, to the same sink.
     const { count, html } = JSON.parse(process.env.BENCH_NODEMAILER!) as { count: number; html: string };
     const builder = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
+    // Plain text made with a regular expression, far cheaper than html-to-text.
+    const text = html.replace(/<[^>]+>/g, '');
+    const build = async (to: string) => (await builder.sendMail({ from: 'Acme <news@acme.dev>', to, subject: 'News', html, text })).message as Buffer;
     const messages: { to: string; raw: Buffer }[] = [];
     for (let n = 0; n < count; n++) {
       const to = `r${n}@example.com`;
-      const built = await builder.sendMail({ from: 'Acme <news@acme.dev>', to, subject: 'News', html, text: html.replace(/<[^>]+>/g, '') });
-      messages.push({ to, raw: built.message as Buffer });
+      messages.push({ to, raw: await build(to) });
     }
     const pool = () => createTransport(`${process.env.SMTP_URL}?pool=true&maxConnections=${RELAY_CONNECTIONS}`);
     const pooled = pool();
@@ -98,17 +100,12 @@ async function listen(): Promise<string> {
     await Promise.all(messages.map(({ to, raw }) => pooled.sendMail({ envelope: { from: 'news@acme.dev', to: [to] }, raw })));
     const seconds = (performance.now() - started) / 1000;
     pooled.close();
-    // Then nodemailer building each message as it sends it, from the same fields, plain text included
-    // (made with a regular expression, far cheaper than html-to-text), built whole then sent raw as
-    // Mailroom's relay transport does: what building costs on top of sending, before any database,
-    // and so the most a sender that builds its messages with nodemailer can reach.
+    // Then nodemailer building each message as it sends it, from the same fields, built whole then sent
+    // raw as Mailroom's relay transport does: what building costs on top of sending, before any
+    // database, and so the most a sender that builds its messages with nodemailer can reach.
     const building = pool();
-    const text = html.replace(/<[^>]+>/g, '');
     const builtAt = performance.now();
-    const buildAndSend = async (to: string) => {
-      const built = await builder.sendMail({ from: 'Acme <news@acme.dev>', to, subject: 'News', html, text });
-      await building.sendMail({ envelope: { from: 'news@acme.dev', to: [to] }, raw: built.message as Buffer });
-    };
+    const buildAndSend = async (to: string) => building.sendMail({ envelope: { from: 'news@acme.dev', to: [to] }, raw: await build(to) });
     await Promise.all(Array.from({ length: count }, (_, n) => buildAndSend(`r${n}@example.com`)));
     process.send!({ sent: count, seconds, buildingSeconds: (performance.now() - builtAt) / 1000 });
     building.close();
@@ -138,22 +135,23 @@ async function listen(): Promise<string> {
     app.use(routing, checkResponse, checkRequest);
     const parsed = Object.fromEntries(Object.entries(bodies).map(([path, body]) => [path, JSON.parse(body)]));
     app.use((req, res) => void res.json(parsed[req.url]));
-    return new Promise((resolve) => {
-      const server = app.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-    });
+    return listenLocally(createServer(app));
   }
   if (kind === 'express') {
     const app = express();
     app.use(express.json({ limit: '4mb' }));
     app.use((req, res) => void res.type('application/json').send(bodies[req.url]));
-    return new Promise((resolve) => {
-      const server = app.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`));
-    });
+    return listenLocally(createServer(app));
   }
   const server = createServer((req, res) => {
     const body = bodies[req.url!]!;
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
   });
+  return listenLocally(server);
+}
+
+/** Listens on a port of the system's choice on 127.0.0.1; resolves with the server's URL. */
+function listenLocally(server: Server): Promise<string> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 }
 
