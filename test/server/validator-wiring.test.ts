@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { validatorOptions, validatorParts } from '../../server/app.ts';
 import { AJV_OPTIONS, FORMATS, loadSpec } from '../../server/contract.ts';
-import { compileRoutePatternsOnce } from '../../server/routePatterns.ts';
+import { compileRoutePatternsOnce, routesByFirstSegment } from '../../server/routePatterns.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -49,6 +49,48 @@ describe('one validation path: the validator as createApp takes it apart', () =>
     expect(pathToRegexp('/contacts/:id', { strict: true, sensitive: false })).not.toBe(pathToRegexp('/contacts/:id', { strict: false, sensitive: false }));
     const lookup = readFileSync(createRequire(import.meta.url).resolve('express-openapi-validator/dist/middlewares/openapi.metadata.js'), 'utf8');
     expect(lookup).toContain('(0, path_to_regexp_1.pathToRegexp)(expressRoute, pathOpts)');
+  });
+
+  it("tries only a request's own routes, read off the context at each request, which it gets from the metadata module's exports", () => {
+    const require = createRequire(import.meta.url);
+    const lookup = readFileSync(require.resolve('express-openapi-validator/dist/middlewares/openapi.metadata.js'), 'utf8');
+    expect(lookup).toContain("const path = useRequestUrl ? req.url.split('?')[0] : req.originalUrl.split('?')[0];");
+    expect(lookup).toContain('const routeEntries = Object.entries(openApiContext.expressRouteMap);');
+    expect(lookup).toContain('exports.applyOpenApiMetadata = applyOpenApiMetadata;');
+    const index = readFileSync(require.resolve('express-openapi-validator/dist/middlewares/index.js'), 'utf8');
+    expect(index).toContain('get: function () { return openapi_metadata_1.applyOpenApiMetadata; }');
+    const validator = readFileSync(require.resolve('express-openapi-validator/dist/openapi.validator.js'), 'utf8');
+    expect(validator).toContain('return middlewares.applyOpenApiMetadata(context, responseApiDoc);');
+  });
+
+  it("a request's own routes give the match the whole list gives, for any path and in any order", () => {
+    const { pathToRegexp } = createRequire(import.meta.url)('path-to-regexp');
+    const routes = Object.keys(spec.paths).map((path) => path.replace(/{(\w+)}/g, ':$1'));
+    const id = '2f1c4f0e-7d1b-4c1e-9a57-3b1f3c6f2a10';
+    const paths = [
+      ...routes.flatMap((route) => {
+        const path = route.replace(/:\w+/g, id);
+        return [path, path.toUpperCase(), `${path}/`, `${path}/more`, `${path}?limit=1`, `/x${path}`, `/${path}`];
+      }),
+      '', '/', '//', '/?a=1', '/unknown', '/unknown/contacts', '/contacts%2Fx', '/%63ontacts', 'http://example.com/contacts', '*', '/health/',
+    ];
+    for (const order of [routes, [...routes].reverse()]) {
+      const routeMap = Object.fromEntries(order.map((route) => [route, { route }]));
+      const ownRoutes = routesByFirstSegment(routeMap);
+      for (const options of [{ sensitive: false, strict: false }, { sensitive: true, strict: true }]) {
+        const firstMatch = (candidates: string[], path: string) => candidates.find((route) => pathToRegexp(route, options).regexp.exec(path.split('?')[0]));
+        let matched = 0;
+        for (const path of paths) {
+          const expected = firstMatch(order, path);
+          if (expected) matched++;
+          expect(firstMatch(Object.keys(ownRoutes(path)), path), path).toBe(expected);
+        }
+        expect(matched).toBeGreaterThan(routes.length); // the corpus does reach the routes
+      }
+    }
+    // And each request tries only a few.
+    const ownRoutes = routesByFirstSegment(Object.fromEntries(routes.map((route) => [route, {}])));
+    expect(Object.keys(ownRoutes(`/broadcasts/${id}`))).toEqual(['/broadcasts', '/broadcasts/:broadcast_id', '/broadcasts/:broadcast_id/send', '/broadcasts/:broadcast_id/cancel']);
   });
 
   it('every format the contract uses is one of those', () => {
