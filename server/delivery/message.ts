@@ -1,6 +1,6 @@
-// The nodemailer message for a stored email. Recipients come from `to`, `cc` and `bcc` only: the
-// envelope (MAIL FROM, RCPT TO) is given explicitly, so nothing nodemailer reads in the headers can
-// add a recipient, and the address headers are written from the parsed mailboxes, never re-read
+// The message for a stored email. Recipients come from `to`, `cc` and `bcc` only: the envelope
+// (MAIL FROM, RCPT TO) is given explicitly, so nothing in the headers can add a recipient, and the
+// address headers are written from the parsed mailboxes (server/delivery/mime.ts), never re-read
 // from strings. `bcc` is in the envelope alone, never in a header. Custom header names were held to
 // the contract's list when the email was accepted (CustomHeaders in openapi.yaml).
 //
@@ -11,6 +11,14 @@ import { compile } from 'html-to-text';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { EmailRecord } from '../store/emails.ts';
+import type { MessageFields } from './mime.ts';
+
+/** A message to send: what it is built from (server/delivery/mime.ts), and who it goes to. */
+export interface OutgoingMessage extends MessageFields {
+  envelope: { from: string; to: string[] };
+  /** Delivery status notifications asked of the relay (RFC 3461). */
+  dsn?: SendMailOptions['dsn'];
+}
 
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
 // the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
@@ -29,7 +37,7 @@ export class UnsendableEmail extends Error {}
 
 /** Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
  * sending and recording it) is recognisably the same. */
-export function toMessage(email: EmailRecord, bounceDomain?: string): SendMailOptions {
+export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMessage {
   const mailbox = (field: string, value: string): Mailbox => {
     const parsed = parseMailbox(value);
     if (!parsed) throw new UnsendableEmail(`The stored \`${field}\` address \`${value}\` is not one mailbox; the email cannot be sent.`);

@@ -1,11 +1,11 @@
 // Suppressed recipients are taken out of a message before it goes: out of the envelope and out of the
 // To and Cc headers. An email left with nobody to send to is not sent; it ends `suppressed`. The list
 // is read once per claimed batch (one query for every recipient in it), not once per email.
-import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import type { SuppressionOrigin } from '../store/suppressions.ts';
+import type { OutgoingMessage } from './message.ts';
 
 /** The batch's suppressed recipients: lower-cased address → why it is suppressed. */
 export type Suppressed = Map<string, SuppressionOrigin>;
@@ -27,8 +27,8 @@ export async function suppressedIn(store: Store, emails: ClaimedEmail[]): Promis
  * The message without its suppressed recipients, or, when none would be left, what the email's
  * `email.suppressed` event says.
  */
-export function withoutSuppressed(message: SendMailOptions, suppressed: Suppressed): { send: SendMailOptions } | { withdraw: SuppressedData } {
-  const envelope = message.envelope as { from: string; to: string[] };
+export function withoutSuppressed(message: OutgoingMessage, suppressed: Suppressed): { send: OutgoingMessage } | { withdraw: SuppressedData } {
+  const { envelope } = message;
   const isSuppressed = (address: string) => suppressed.has(address.toLowerCase());
   if (suppressed.size === 0 || !envelope.to.some(isSuppressed)) return { send: message };
   const to = envelope.to.filter((address) => !isSuppressed(address));
@@ -37,7 +37,7 @@ export function withoutSuppressed(message: SendMailOptions, suppressed: Suppress
     const message = `The recipient${envelope.to.length > 1 ? 's are' : ' is'} on the suppression list (${origin}): ${envelope.to.join(', ')}.`;
     return { withdraw: { suppressed: { type: 'OnAccountSuppressionList', reason: REASONS[origin], message, diagnosticCode: [] } } };
   }
-  const kept = (list: SendMailOptions['to']) => (list as Mailbox[] | undefined)?.filter((mailbox) => !isSuppressed(mailbox.address));
+  const kept = (list: Mailbox[] | undefined) => list?.filter((mailbox) => !isSuppressed(mailbox.address));
   const [toHeader, ccHeader] = [kept(message.to), kept(message.cc)];
   return {
     send: {

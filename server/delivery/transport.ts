@@ -2,8 +2,9 @@
 // capture transport, which keeps the raw MIME in the store and counts the email as delivered.
 // A relay that accepts a message has sent it on, not delivered it: the relay is not the recipient,
 // unless the operator says it is (SMTP_FINAL, for a relay that is the recipients' own server).
-import { randomUUID } from 'node:crypto';
-import { createTransport, type SendMailOptions } from 'nodemailer';
+import { createTransport } from 'nodemailer';
+import type { OutgoingMessage } from './message.ts';
+import { buildMessage } from './mime.ts';
 
 /** A recipient the relay refused for good, and the reply it refused with. */
 export interface Refusal {
@@ -18,7 +19,7 @@ export interface Transport {
    * Sends one message; resolves with its raw MIME when the transport keeps it, and the recipients the
    * relay refused for good while it took the message for the others.
    */
-  send(message: SendMailOptions): Promise<{ raw?: string; refused?: Refusal[] }>;
+  send(message: OutgoingMessage): Promise<{ raw?: string; refused?: Refusal[] }>;
   close(): void;
 }
 
@@ -30,43 +31,26 @@ export function smtpTransport(smtpUrl: string, { final = false, maxConnections =
   if (!url.searchParams.has('pool')) url.searchParams.set('pool', 'true');
   if (!url.searchParams.has('maxConnections')) url.searchParams.set('maxConnections', String(maxConnections));
   const transporter = createTransport(url.toString());
-  // The message is built into one buffer first, and the connection writes it whole: streamed as
-  // built, each of its many small pieces was a write of its own to the socket (a sixth of the
-  // delivery worker's time, measured). Built as the capture transport builds it: the same plugins.
-  const builder = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   return {
     final,
     send: async (message) => {
-      const built = await builder.sendMail(withBoundary(message));
-      // The Message-ID is given again so that nodemailer does not make one up for the raw wrapper (a
-      // raw message has no parts of its own, and nodemailer passes no boundary to it).
-      const info = await transporter.sendMail({ envelope: built.envelope, dsn: message.dsn, messageId: message.messageId, raw: built.message as Buffer });
+      // Built whole into one buffer, which the connection writes at once (server/delivery/mime.ts).
+      // The Message-ID is given again so that nodemailer does not make one up for the raw message.
+      const { envelope, dsn, messageId } = message;
+      const info = await transporter.sendMail({ envelope, dsn, messageId, raw: buildMessage(message) });
       return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
-    },
-    close: () => {
-      transporter.close();
-      builder.close();
-    },
-  };
-}
-
-export function captureTransport(): Transport {
-  const transporter = createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
-  return {
-    final: true,
-    send: async (message) => {
-      const info = await transporter.sendMail(withBoundary(message));
-      return { raw: (info.message as Buffer).toString('utf8') };
     },
     close: () => transporter.close(),
   };
 }
 
-/**
- * nodemailer draws each MIME part's boundary from randomBytes, a system call per part (5% of the
- * delivery worker, measured); randomUUID draws from a pool. As random, as unguessable to a sender.
- */
-const withBoundary = (message: SendMailOptions): SendMailOptions => ({ ...message, baseBoundary: randomUUID().replaceAll('-', '') }) as SendMailOptions;
+export function captureTransport(): Transport {
+  return {
+    final: true,
+    send: async (message) => ({ raw: buildMessage(message).toString('latin1') }),
+    close: () => {},
+  };
+}
 
 /** A 5xx reply is the relay's final word; anything else (4xx, a dropped connection) may pass on retry. */
 export function isPermanent(error: unknown): boolean {

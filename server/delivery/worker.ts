@@ -13,13 +13,12 @@
 // per claimed batch; an email left with none ends `suppressed`. A relay's 5xx to recipients is a
 // Permanent bounce: the email ends `bounced` and those addresses are suppressed.
 import type { Logger } from 'pino';
-import type { SendMailOptions } from 'nodemailer';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import { refusal } from './bounce.ts';
-import { toMessage } from './message.ts';
+import { toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
 import { bounced } from './report.ts';
 import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
@@ -142,7 +141,7 @@ export class DeliveryWorker {
       return this.fail(email, reason.slice(0, 500));
     }
     if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
-    let message: SendMailOptions;
+    let message: OutgoingMessage;
     try {
       message = toMessage(broadcast ? broadcast.send : email, this.options.bounceDomain);
     } catch (error) {
@@ -158,7 +157,7 @@ export class DeliveryWorker {
       ({ raw, refused } = await this.transport.send(message));
     } catch (error) {
       const reason = reasonOf(error);
-      const refusedAll = recipientRefusal(error, (message.envelope as { to: string[] }).to);
+      const refusedAll = recipientRefusal(error, message.envelope.to);
       if (refusedAll) return this.bounce(email, refusedAll);
       if (isPermanent(error) || email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
       const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
@@ -170,8 +169,8 @@ export class DeliveryWorker {
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
-    const text = !broadcast && typeof message.text === 'string' ? message.text : null;
-    const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId!, text, raw };
+    const text = !broadcast && message.text !== undefined ? message.text : null;
+    const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
     await this.persist(email, () => this.record(delivery));
     if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
   }

@@ -173,10 +173,9 @@ export async function benchDelivery(bench: DeliveryBench): Promise<void> {
           `${perSecond(total, steadyOff)}/s = ${(share * 100).toFixed(1)}% of it (${share >= shareTarget ? 'meets' : 'SHORT of'} the ${shareTarget * 100}% target)`,
       );
       const built = median(building);
-      const ceiling = limit / built;
       console.log(
-        `  nodemailer building each message as it sends it, no database: ${built.toFixed(2)}s = ${perSecond(total, built)} emails/s = ${(ceiling * 100).toFixed(1)}% of pre-built ` +
-          `(${ceiling >= shareTarget ? 'the target is within it' : `the ${shareTarget * 100}% target is above it`}); Mailroom reaches ${((built / steadyOff) * 100).toFixed(1)}% of it`,
+        `  for comparison, nodemailer building each message as it sends it, no database: ${built.toFixed(2)}s = ${perSecond(total, built)} emails/s = ` +
+          `${((limit / built) * 100).toFixed(1)}% of pre-built; Mailroom, which builds its own, reaches ${((built / steadyOff) * 100).toFixed(1)}% of that`,
       );
       console.log(`  no webhook:      ${off.toFixed(2)}s = ${perSecond(total, off)} emails/s; ${perSecond(total, steadyOff)} from the first message`);
       console.log(

@@ -1,0 +1,118 @@
+// The message builder on its own: what it writes, read back by a real mail parser (mailparser), for
+// awkward and generated values. End to end through a relay: test/robustness/mime.test.ts.
+import fc from 'fast-check';
+import { simpleParser, type AddressObject } from 'mailparser';
+import { describe, expect, it } from 'vitest';
+import { buildMessage, type MessageFields } from '../../server/delivery/mime.ts';
+
+const SEED = Number(process.env.FC_SEED ?? 20261125);
+const base: MessageFields = {
+  messageId: '<m1@acme.dev>',
+  from: { name: 'Acme', address: 'news@acme.dev' },
+  to: [{ name: '', address: 'ann@example.com' }],
+  subject: 'Hello',
+  text: 'Hi',
+  date: new Date('2026-11-25T10:00:00Z'),
+};
+
+/** The raw head (top-level headers, unfolded), by lower-cased name. */
+function headNames(raw: string): string[] {
+  const head = raw.slice(0, raw.indexOf('\r\n\r\n')).replace(/\r\n[ \t]/g, ' ');
+  return head.split('\r\n').map((line) => line.slice(0, line.indexOf(':')).toLowerCase());
+}
+
+/** Lines that break the rules: bare CR or LF, longer than 998, or a non-ASCII byte. */
+function badLines(raw: Buffer): string[] {
+  const problems: string[] = [];
+  if (raw.some((byte) => byte > 0x7e && byte !== 0x7f)) problems.push('a byte outside US-ASCII');
+  const text = raw.toString('latin1');
+  if (/\r(?!\n)|(?<!\r)\n/.test(text)) problems.push('a bare CR or LF');
+  for (const line of text.split('\r\n')) if (line.length > 998) problems.push(`a line of ${line.length}`);
+  return problems;
+}
+
+const addresses = (value: AddressObject | AddressObject[] | undefined) => [value ?? []].flat().flatMap((group) => group.value.map((a) => ({ name: a.name, address: a.address })));
+
+describe('the MIME builder', () => {
+  it('writes one of each structural header, ours, and drops custom headers that would replace them', async () => {
+    const headers = { Bcc: 'evil@evil.test', 'CONTENT-TYPE': 'text/evil', 'Message-ID': '<evil@evil.test>', 'X-Fine': 'yes', 'Bad Name': 'x', 'X-Ünï': 'x' };
+    const raw = buildMessage({ ...base, html: '<p>Hi</p>', headers });
+    const names = headNames(raw.toString('latin1'));
+    for (const name of ['from', 'to', 'subject', 'message-id', 'date', 'mime-version', 'content-type']) expect(names.filter((n) => n === name), name).toHaveLength(1);
+    expect(names).not.toContain('bcc');
+    expect(names).not.toContain('bad name');
+    const mail = await simpleParser(raw);
+    expect(mail.messageId).toBe('<m1@acme.dev>');
+    expect(mail.headers.get('x-fine')).toBe('yes');
+    expect(mail.headers.get('content-type')).toMatchObject({ value: 'multipart/alternative' });
+    expect(mail.text).toBe('Hi');
+    expect(mail.html).toBe('<p>Hi</p>');
+    expect(mail.date?.toISOString()).toBe('2026-11-25T10:00:00.000Z');
+  });
+
+  it('keeps line breaks in a header value from starting a header', async () => {
+    const raw = buildMessage({ ...base, subject: 'x\r\nBcc: h@evil.test\rX-A: 1\nX-B: 2', headers: { 'X-Note': 'y\r\nBcc: h2@evil.test' } });
+    const names = headNames(raw.toString('latin1'));
+    expect(names.filter((name) => ['bcc', 'x-a', 'x-b'].includes(name))).toEqual([]);
+    const mail = await simpleParser(raw);
+    expect(mail.subject).toBe('x Bcc: h@evil.test X-A: 1 X-B: 2');
+    expect(mail.bcc).toBeUndefined();
+  });
+
+  it.each([
+    ['plain ASCII with short lines', 'Hello\nthere', '7bit'],
+    ['a line longer than 998', 'x'.repeat(1200), 'quoted-printable'],
+    ['a trailing space', 'Hello \nthere', 'quoted-printable'],
+    ['some non-ASCII', 'Grüße aus Köln', 'quoted-printable'],
+    ['mostly non-ASCII', '日本語のテキストです。'.repeat(20), 'base64'],
+    ['control characters', 'a\u0001b\u007fc', 'quoted-printable'],
+  ])('encodes a body with %s as %s, and it reads back the same', async (_, text, encoding) => {
+    const raw = buildMessage({ ...base, text });
+    expect(raw.toString('latin1')).toContain(`Content-Transfer-Encoding: ${encoding}\r\n`);
+    expect(badLines(raw)).toEqual([]);
+    expect((await simpleParser(raw)).text).toBe(text);
+  });
+
+  it('cuts quoted-printable lines at 76 characters, escapes included', () => {
+    const raw = buildMessage({ ...base, text: ('é=' + 'a '.repeat(30)).repeat(40) + ' ' }).toString('latin1');
+    const body = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+    for (const line of body.split('\r\n')) expect(line.length, line).toBeLessThanOrEqual(76);
+    expect(body.trimEnd().endsWith('=20')).toBe(true);
+  });
+
+  it('reads back what it was given, for generated names, subjects, headers and bodies', async () => {
+    // Display names as the API accepts them: no control characters, no quotes to unbalance.
+    // Each as any Unicode, or as ASCII (where words, `=?`, long lines and line breaks are likelier).
+    const text = (maxLength: number) => fc.oneof(fc.string({ unit: 'grapheme', maxLength }), fc.string({ maxLength }), fc.constantFrom('=?UTF-8?B?QmNj?=', 'a =?x?= b', 'tab\there'));
+    const name = text(40).filter((s) => !/[\u0000-\u001f\u007f"\\]/.test(s));
+    const oneLine = text(300).filter((s) => s !== '' && !/[\u0000-\u0008\u000a-\u001f\u007f]/.test(s));
+    const lines = fc
+      .tuple(fc.array(fc.oneof(text(200), fc.string({ minLength: 900, maxLength: 1100 })), { maxLength: 8 }), fc.constantFrom('\n', '\r\n', '\r'))
+      .map(([list, lineBreak]) => list.join(lineBreak));
+    const body = fc.oneof(text(3000), lines).filter((s) => !s.includes('\u0000'));
+    const fields = fc.record({
+      fromName: name,
+      toNames: fc.array(name, { minLength: 1, maxLength: 3 }),
+      subject: oneLine,
+      note: oneLine,
+      text: fc.option(body, { nil: undefined }),
+      html: fc.option(body, { nil: undefined }),
+    });
+    const samples = fc.sample(fields, { seed: SEED, numRuns: 300 });
+    for (const sample of samples) {
+      const to = sample.toNames.map((n, i) => ({ name: n, address: `r${i}@example.com` }));
+      const raw = buildMessage({ ...base, from: { name: sample.fromName, address: 'news@acme.dev' }, to, subject: sample.subject, text: sample.text, html: sample.html, headers: { 'X-Note': sample.note } });
+      const what = JSON.stringify(sample).slice(0, 300);
+      expect(badLines(raw), what).toEqual([]);
+      const mail = await simpleParser(raw);
+      // Parsers drop the spaces at the ends of a header value and of a display name.
+      expect(mail.subject, what).toBe(sample.subject.trim());
+      expect(addresses(mail.from), what).toEqual([{ name: sample.fromName.trim(), address: 'news@acme.dev' }]);
+      expect(addresses(mail.to), what).toEqual(to.map((m) => ({ name: m.name.trim(), address: m.address })));
+      // (An empty part reads back as one line break, or as nothing.)
+      if (sample.text) expect(mail.text, what).toBe(sample.text.replace(/\r\n?/g, '\n'));
+      if (sample.html) expect(mail.html, what).toBe(sample.html.replace(/\r\n?/g, '\n'));
+      expect(headNames(raw.toString('latin1')).filter((n) => n === 'content-type'), what).toHaveLength(1);
+    }
+  });
+});
