@@ -79,7 +79,7 @@ async function seed(): Promise<string> {
 type Target = { child: ChildProcess; url: string; first: any; ask: (message: string) => Promise<any> };
 
 async function startTarget(kind: 'mailroom' | 'contract' | 'express' | 'http' | 'sink' | 'deliver' | 'nodemailer', extraEnv: Record<string, string> = {}): Promise<Target> {
-  // BENCH_CPU_PROF=<folder>: the Mailroom server and each delivery worker write a CPU profile there as they exit.
+  // BENCH_CPU_PROF=<folder>: the Mailroom server, each delivery worker and the webhook outbox write a CPU profile there as they exit.
   const profile = (kind === 'deliver' || kind === 'mailroom') && process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = fork(targetScript, [kind], { env: { ...env, ...extraEnv }, execArgv: profile, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const first = await new Promise<any>((resolve, reject) => {

@@ -41,7 +41,7 @@ async function measure(targetScript: string, env: NodeJS.ProcessEnv, label: stri
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   try {
     await prepare(env, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events);
-    const child = fork(targetScript, ['webhooks'], { env: { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' }, execArgv: [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = fork(targetScript, ['webhooks'], { env: { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' }, execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     const result = await new Promise<{ delivered: number; seconds: number; peakRssBytes: number }>((resolve, reject) => {
       child.once('message', (m: any) => resolve(m));
       child.once('exit', (code) => reject(new Error(`webhooks target exited ${code}`)));
