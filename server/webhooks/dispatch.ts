@@ -2,7 +2,8 @@
 // signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
 // in no particular order. A delivery that fails is tried again on Resend's schedule with the same
 // `svix-id`, then ends `failed`; a webhook whose deliveries keep failing every attempt is disabled.
-// It runs wherever the delivery worker runs (server/worker.ts), in a loop of its own beside it.
+// `npm start` runs it in the HTTP server's thread (server/server.ts), `npm run worker` beside the
+// delivery worker (server/worker.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Store } from '../store/index.ts';
