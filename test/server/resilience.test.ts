@@ -122,27 +122,49 @@ describe('finding 6: SQLite shared with a delivery thread', () => {
   });
   afterAll(() => server.close());
 
-  it('waits for another connection to finish writing instead of failing with SQLITE_BUSY', async () => {
-    const id = await createContact(server, 'busy@example.com');
-    // Another connection to the file (as the delivery thread has) holds the write lock for a moment, and
-    // commits a change, so that a transaction which read before that commit cannot write after it.
+  /**
+   * Another connection to the file (as the delivery thread has) holds the write lock for `ms`, and
+   * commits a change, so that a transaction which read before that commit cannot write after it.
+   * Resolves once it holds the lock; `committedAt` says when it let go.
+   */
+  async function holdWriteLock(id: string, ms: number) {
     const holder = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads');
        const db = new (require('better-sqlite3'))(workerData.file);
        db.exec('begin immediate');
        db.prepare("update contacts set updated_at = updated_at where id = ?").run(workerData.id);
        parentPort.postMessage('locked');
-       setTimeout(() => { db.exec('commit'); db.close(); parentPort.postMessage('committed'); }, 300);`,
-      { eval: true, workerData: { file: join(server.config.dataDir, 'mailroom.sqlite'), id } },
+       setTimeout(() => { db.exec('commit'); parentPort.postMessage(Date.now()); db.close(); }, workerData.ms);`,
+      { eval: true, workerData: { file: join(server.config.dataDir, 'mailroom.sqlite'), id, ms } },
     );
-    const messages: string[] = [];
-    const locked = new Promise((resolve) => holder.on('message', (m) => (messages.push(m), m === 'locked' && resolve(m))));
-    await locked;
+    const committedAt = new Promise<number>((resolve) => holder.on('message', (m) => typeof m === 'number' && resolve(m)));
+    await new Promise((resolve) => holder.on('message', (m) => m === 'locked' && resolve(m)));
+    return { committedAt, done: async () => (await committedAt, await holder.terminate()) };
+  }
+
+  it('waits for another connection to finish writing instead of failing with SQLITE_BUSY', async () => {
+    const id = await createContact(server, 'busy@example.com');
+    const lock = await holdWriteLock(id, 300);
     const res = await patch(server, id, { during: 'lock' });
     expect(res.status, await res.clone().text()).toBe(200);
-    await eventually(async () => messages.includes('committed'), 'the other connection committed');
-    await holder.terminate();
+    await lock.done();
     expect((await (await server.request(`/contacts/${id}`)).json()).properties).toEqual({ during: 'lock' });
+  });
+
+  it('keeps the thread running while a write waits for the lock', async () => {
+    const id = await createContact(server, 'waiting@example.com');
+    const lock = await holdWriteLock(id, 500);
+    // SQLite's own busy handler would sleep in this thread until the lock was let go: no timer would
+    // fire meanwhile, nor any request be read.
+    const ticks: number[] = [];
+    const timer = setInterval(() => ticks.push(Date.now()), 10);
+    const res = await patch(server, id, { during: 'wait' });
+    clearInterval(timer);
+    expect(res.status, await res.clone().text()).toBe(200);
+    const committedAt = await lock.committedAt;
+    expect(ticks.filter((at) => at < committedAt).length).toBeGreaterThan(10);
+    await lock.done();
+    expect((await (await server.request(`/contacts/${id}`)).json()).properties).toEqual({ during: 'wait' });
   });
 
   it('answers every PATCH while a delivery thread commits deliveries', async () => {
