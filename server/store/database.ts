@@ -1,13 +1,10 @@
 // The database: SQLite (a file under DATA_DIR) unless DATABASE_URL names a PostgreSQL server.
 // Both run the same migrations and the same kysely queries.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql, type DatabaseConnection, type DatabaseIntrospector, type Driver, type Generated, type TableMetadata } from 'kysely';
+import { Kysely, PostgresDialect, sql, type DatabaseIntrospector, type Generated, type TableMetadata } from 'kysely';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
 import { pooledClient } from './postgresClient.ts';
+import { openSqlite } from './sqlite.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -299,88 +296,8 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger = pi
   return database;
 }
 
-/** How long a SQLite statement waits for another connection (the delivery thread's) to finish writing. */
-const SQLITE_BUSY_TIMEOUT_MS = 5000;
-
 // Each driver is loaded when its database is opened: a process on SQLite never loads pg, nor one on
 // PostgreSQL better-sqlite3 (a few MB of memory in every thread that opens a store).
-async function openSqlite(dataDir: string): Promise<Database> {
-  const { default: SqliteDatabase } = await import('better-sqlite3');
-  mkdirSync(dataDir, { recursive: true });
-  const sqlite = new SqliteDatabase(join(dataDir, 'mailroom.sqlite'));
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  // No busy handler: SQLite's sleeps would stop the whole thread; the driver waits instead (below).
-  sqlite.pragma('busy_timeout = 0');
-  const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect(sqlite) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
-}
-
-/**
- * kysely begins SQLite transactions DEFERRED: one that reads and then writes, while another connection
- * to the file writes, fails at once with SQLITE_BUSY (its snapshot is stale; no wait would help).
- * Every transaction here writes, so each takes the write lock when it begins, waiting for its turn,
- * and then cannot be refused halfway.
- *
- * The wait is the driver's rather than SQLite's busy handler: that one sleeps 1, 2, 5, 10... ms in the
- * calling thread, so a delivery worker whose commit met the webhook outbox's stopped sending for as
- * long, and the HTTP thread stopped answering. Here a statement refused for the lock, when it can be
- * run again (outside a transaction, or the BEGIN itself), is retried every millisecond while the
- * thread goes on with its other work, for up to SQLITE_BUSY_TIMEOUT_MS.
- */
-class WriteLockingSqliteDialect extends SqliteDialect {
-  constructor(private readonly sqlite: SqliteDatabase.Database) {
-    super({ database: withStatementCache(sqlite) });
-  }
-
-  override createDriver(): Driver {
-    const driver = super.createDriver();
-    driver.beginTransaction = async (connection) => {
-      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-    };
-    const acquire = driver.acquireConnection.bind(driver);
-    const waiting = new WeakSet<DatabaseConnection>();
-    driver.acquireConnection = async () => {
-      const connection = await acquire();
-      if (!waiting.has(connection)) {
-        waiting.add(connection);
-        const execute = connection.executeQuery.bind(connection);
-        connection.executeQuery = async <R>(query: CompiledQuery) => {
-          const gives_up = Date.now() + SQLITE_BUSY_TIMEOUT_MS;
-          for (;;) {
-            try {
-              return await execute<R>(query);
-            } catch (error) {
-              if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || this.sqlite.inTransaction || Date.now() >= gives_up) throw error;
-              await sleep(1);
-            }
-          }
-        };
-      }
-      return connection;
-    };
-    return driver;
-  }
-}
-
-/**
- * kysely prepares every query anew; the same few statements run on every request, so keep them.
- * Safe because kysely runs one statement at a time on this connection.
- */
-function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
-  const statements = new Map<string, SqliteDatabase.Statement>();
-  const prepare = (source: string) => {
-    let statement = statements.get(source);
-    if (!statement) {
-      if (statements.size >= 500) statements.clear();
-      statement = sqlite.prepare(source);
-      statements.set(source, statement);
-    }
-    return statement;
-  };
-  return new Proxy(sqlite, { get: (target, key) => (key === 'prepare' ? prepare : Reflect.get(target, key, target)) });
-}
-
 async function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Promise<Database> {
   const { default: pg } = await import('pg');
   const statementMs = options.databaseStatementTimeoutMs ?? 30_000;
