@@ -94,7 +94,7 @@ export class WebhookDeliveryStore {
   }
 
   /**
-   * Records outcomes in one transaction, each only if its lease still holds; returns the ids recorded.
+   * Records outcomes atomically, each only if its lease still holds; returns the ids recorded.
    * The deliveries of one claim share its lease token, so those delivered with the same status are
    * recorded by one statement.
    */
@@ -112,21 +112,27 @@ export class WebhookDeliveryStore {
       const same = delivered.get(key) ?? delivered.set(key, { lease_token: outcome.lease_token, status: outcome.status, ids: [] }).get(key)!;
       same.ids.push(outcome.id);
     }
+    // Ids 1,000 a statement at most: SQLite binds 32,766 values.
+    const statements = [...delivered.values()].flatMap(({ lease_token, status, ids }) =>
+      Array.from({ length: Math.ceil(ids.length / 1000) }, (_, i) => ({ lease_token, status, ids: ids.slice(i * 1000, (i + 1) * 1000) })),
+    );
+    const markDelivered = async (tx: Kysely<Tables>, { lease_token, status, ids }: (typeof statements)[number]) => {
+      const rows = await tx
+        .updateTable('webhook_deliveries')
+        .set({ state: 'delivered', last_status: status, last_error: null, lease_token: null, updated_at })
+        .where('id', 'in', ids)
+        .where('lease_token', '=', lease_token)
+        .where('state', '=', 'pending')
+        .returning('id')
+        .execute();
+      return rows.map((row) => row.id);
+    };
+    // The usual case, every answer of one claim a success, is one statement, which needs no
+    // transaction around it: on PostgreSQL two round trips fewer.
+    if (statements.length === 1 && others.length === 0) return markDelivered(this.db, statements[0]!);
     return this.db.transaction().execute(async (tx) => {
       const recorded: string[] = [];
-      for (const { lease_token, status, ids } of delivered.values()) {
-        for (let i = 0; i < ids.length; i += 1000) {
-          const rows = await tx
-            .updateTable('webhook_deliveries')
-            .set({ state: 'delivered', last_status: status, last_error: null, lease_token: null, updated_at })
-            .where('id', 'in', ids.slice(i, i + 1000))
-            .where('lease_token', '=', lease_token)
-            .where('state', '=', 'pending')
-            .returning('id')
-            .execute();
-          recorded.push(...rows.map((row) => row.id));
-        }
-      }
+      for (const statement of statements) recorded.push(...(await markDelivered(tx, statement)));
       for (const outcome of others) {
         const common = { last_status: outcome.status, lease_token: null, updated_at };
         const set =
