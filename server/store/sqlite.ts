@@ -52,12 +52,14 @@ class WriteLockingSqliteDialect extends SqliteDialect {
         waiting.add(connection);
         const execute = connection.executeQuery.bind(connection);
         connection.executeQuery = async <R>(query: CompiledQuery) => {
-          const gives_up = Date.now() + SQLITE_BUSY_TIMEOUT_MS;
+          let givesUpAt: number | undefined;
           for (;;) {
             try {
               return await execute<R>(query);
             } catch (error) {
-              if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || this.sqlite.inTransaction || Date.now() >= gives_up) throw error;
+              if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || this.sqlite.inTransaction) throw error;
+              givesUpAt ??= Date.now() + SQLITE_BUSY_TIMEOUT_MS;
+              if (Date.now() >= givesUpAt) throw error;
               await sleep(1);
             }
           }
