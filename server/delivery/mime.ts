@@ -36,7 +36,8 @@ const FIELD_NAME = /^[!-9;-~]{1,76}$/;
 const LINE = 76;
 /** The longest line 7bit may carry (RFC 5322 2.1.1), without its CRLF. */
 const LINE_7BIT = 998;
-const HEADER_LINE = 78;
+/** A header line's longest: RFC 2047's for a line holding an encoded word, within RFC 5322's 78. */
+const HEADER_LINE = 76;
 
 export function buildMessage(fields: MessageFields, boundary = `mr-${randomUUID()}`): Buffer {
   const head: string[] = [
@@ -151,9 +152,10 @@ function header(name: string, words: string[]): string {
   let out = `${name}:`;
   let lineLength = out.length;
   for (const [index, word] of words.entries()) {
-    // Fold before a word that would pass the line, unless the line holds nothing but the name yet,
-    // and never before an empty word (two spaces in a row), which would leave a line of only a space.
-    if (index > 0 && word !== '' && lineLength + 1 + word.length > HEADER_LINE) {
+    // Fold before a word that would pass the line; right after the name only when the word then fits
+    // (a long encoded word after a long name); never before an empty word (two spaces in a row),
+    // which would leave a line of only a space.
+    if (word !== '' && lineLength + 1 + word.length > HEADER_LINE && (index > 0 || 1 + word.length <= HEADER_LINE)) {
       out += `\r\n ${word}`;
       lineLength = 1 + word.length;
     } else {

@@ -80,6 +80,20 @@ describe('the MIME builder', () => {
     expect(body.trimEnd().endsWith('=20')).toBe(true);
   });
 
+  it('folds long headers to lines of at most 76 characters (RFC 2047), and they read back whole', async () => {
+    const subject = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+    const accented = 'Les nouvelles de la semaine, édition spéciale '.repeat(6).trim();
+    const to = Array.from({ length: 12 }, (_, i) => ({ name: `Reader Number ${i}`, address: `reader${i}@example.com` }));
+    for (const fields of [{ ...base, subject, to }, { ...base, subject: accented }]) {
+      const raw = buildMessage(fields);
+      const head = raw.toString('latin1').slice(0, raw.indexOf('\r\n\r\n'));
+      for (const line of head.split('\r\n')) expect(line.length, line).toBeLessThanOrEqual(76);
+      const parsed = await simpleParser(raw);
+      expect(parsed.subject).toBe(fields.subject);
+      expect(addresses(parsed.to)).toEqual(fields.to);
+    }
+  });
+
   it('reads back what it was given, for generated names, subjects, headers and bodies', async () => {
     // Display names as the API accepts them: no control characters, no quotes to unbalance.
     // Each as any Unicode, or as ASCII (where words, `=?`, long lines and line breaks are likelier).
