@@ -10,7 +10,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selecta
 import type { DialectName, EmailEvent, EmailTable, Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
-import { preparedInsert } from './prepared.ts';
+import { prepared, preparedInsert } from './prepared.ts';
 import { suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token is the outbox's own business. */
@@ -37,6 +37,8 @@ export class EmailStore {
   private readonly order: Order;
   /** Compiled for this store's database: each dialect writes its own SQL. */
   private readonly insertEmails = preparedInsert<Tables, 'emails'>('emails');
+  /** SQLite: records one delivery of a group commit; runs once per email sent. */
+  private readonly recordSending;
 
   constructor(
     private readonly db: Kysely<Tables>,
@@ -51,6 +53,13 @@ export class EmailStore {
         return at && { time: at.created_at, id: at.id };
       },
     };
+    this.recordSending = prepared(db, (slot: (name: 'id' | 'lease_token' | 'last_event' | 'message_id' | 'text' | 'updated_at') => string) =>
+      db
+        .updateTable('emails')
+        .where(heldBy({ id: slot('id'), lease_token: slot('lease_token') }))
+        .set({ last_event: slot('last_event') as EmailEvent, message_id: slot('message_id'), text: slot('text'), last_error: null, updated_at: slot('updated_at'), lease_token: null })
+        .returning('id'),
+    );
   }
 
   async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[]): Promise<void> {
@@ -111,19 +120,7 @@ export class EmailStore {
     const updated_at = at.toISOString();
     const last_event: EmailEvent = final ? 'delivered' : 'sent';
     return this.db.transaction().execute(async (tx) => {
-      const held = new Set<string>();
-      // One statement for the group rather than one per email (on PostgreSQL, a round trip each);
-      // 1,000 rows at most, 4,000 bound values, well under SQLite's 32,766.
-      for (let i = 0; i < deliveries.length; i += 1000) {
-        const rows = sql.join(deliveries.slice(i, i + 1000).map((d) => sql`(${d.id}, ${d.lease_token}, ${d.messageId}, ${d.text})`));
-        // VALUES names its columns column1, column2... on both databases.
-        const { rows: updated } = await sql<{ id: string }>`
-          update emails set last_event = ${last_event}, message_id = v.column3, text = v.column4, last_error = null, updated_at = ${updated_at}, lease_token = null
-          from (values ${rows}) as v
-          where emails.id = v.column1 and emails.lease_token = v.column2 and emails.last_event in (${sql.join(PENDING)})
-          returning emails.id`.execute(tx);
-        for (const row of updated) held.add(row.id);
-      }
+      const held = await this.recordSendings(tx, deliveries, last_event, updated_at);
       const recorded: string[] = [];
       const events: NewEvent[] = [];
       for (const { id, raw } of deliveries) {
@@ -138,6 +135,32 @@ export class EmailStore {
       await this.events.record(tx, events);
       return recorded;
     });
+  }
+
+  /** Marks each delivery's email `last_event` if its lease holds; returns the ids that it held. */
+  private async recordSendings(tx: Transaction<Tables>, deliveries: (Lease & { messageId: string; text: string | null })[], last_event: EmailEvent, updated_at: string): Promise<Set<string>> {
+    const held = new Set<string>();
+    if (this.dialect === 'sqlite') {
+      // A statement costs SQLite no round trip, and one compiled statement an email measured faster
+      // than one statement for the group (1,434–1,480 against 1,381–1,411 small emails/s).
+      for (const { id, lease_token, messageId, text } of deliveries) {
+        for (const row of await this.recordSending({ id, lease_token, last_event, message_id: messageId, text, updated_at }, tx)) held.add(row.id);
+      }
+      return held;
+    }
+    // PostgreSQL: one statement for the group rather than a round trip per email (small emails went
+    // from 1,197 to 1,434 a second); 1,000 rows a statement at most.
+    for (let i = 0; i < deliveries.length; i += 1000) {
+      const rows = sql.join(deliveries.slice(i, i + 1000).map((d) => sql`(${d.id}, ${d.lease_token}, ${d.messageId}, ${d.text})`));
+      // VALUES names its columns column1, column2...
+      const { rows: updated } = await sql<{ id: string }>`
+        update emails set last_event = ${last_event}, message_id = v.column3, text = v.column4, last_error = null, updated_at = ${updated_at}, lease_token = null
+        from (values ${rows}) as v
+        where emails.id = v.column1 and emails.lease_token = v.column2 and emails.last_event in (${sql.join(PENDING)})
+        returning emails.id`.execute(tx);
+      for (const row of updated) held.add(row.id);
+    }
+    return held;
   }
 
   /** Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. */
