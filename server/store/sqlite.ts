@@ -35,8 +35,8 @@ export async function openSqlite(dataDir: string): Promise<Database> {
  * thread goes on with its other work, for up to SQLITE_BUSY_TIMEOUT_MS.
  */
 class WriteLockingSqliteDialect extends SqliteDialect {
-  constructor(private readonly sqlite: SqliteDatabase.Database) {
-    super({ database: withStatementCache(sqlite) });
+  constructor(sqlite: SqliteDatabase.Database) {
+    super({ database: withStatementCache(sqlite), onCreateConnection: async (connection) => waitForTheLock(connection, sqlite) });
   }
 
   override createDriver(): Driver {
@@ -44,31 +44,26 @@ class WriteLockingSqliteDialect extends SqliteDialect {
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
     };
-    const acquire = driver.acquireConnection.bind(driver);
-    const waiting = new WeakSet<DatabaseConnection>();
-    driver.acquireConnection = async () => {
-      const connection = await acquire();
-      if (!waiting.has(connection)) {
-        waiting.add(connection);
-        const execute = connection.executeQuery.bind(connection);
-        connection.executeQuery = async <R>(query: CompiledQuery) => {
-          let givesUpAt: number | undefined;
-          for (;;) {
-            try {
-              return await execute<R>(query);
-            } catch (error) {
-              if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || this.sqlite.inTransaction) throw error;
-              givesUpAt ??= Date.now() + SQLITE_BUSY_TIMEOUT_MS;
-              if (Date.now() >= givesUpAt) throw error;
-              await sleep(1);
-            }
-          }
-        };
-      }
-      return connection;
-    };
     return driver;
   }
+}
+
+/** Makes the connection's statements refused for the lock wait for it, where running them again is safe. */
+function waitForTheLock(connection: DatabaseConnection, sqlite: SqliteDatabase.Database): void {
+  const execute = connection.executeQuery.bind(connection);
+  connection.executeQuery = async <R>(query: CompiledQuery) => {
+    let givesUpAt: number | undefined;
+    for (;;) {
+      try {
+        return await execute<R>(query);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || sqlite.inTransaction) throw error;
+        givesUpAt ??= Date.now() + SQLITE_BUSY_TIMEOUT_MS;
+        if (Date.now() >= givesUpAt) throw error;
+        await sleep(1);
+      }
+    }
+  };
 }
 
 /**

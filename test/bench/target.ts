@@ -1,8 +1,8 @@
 // One process of the benchmark: the full Mailroom server, a bare Express 5 or node:http handler
 // answering every request with a fixed body, Express with the contract's checks and nothing else, an
-// SMTP sink that only counts, a delivery worker, nodemailer alone sending pre-built messages, or one broadcast fan-out or webhook outbox run to its end (it
-// reports what it measured and waits to be stopped). It reports its own peak RSS, event-loop delay
-// and (sink) message count when asked over IPC.
+// SMTP sink that only counts, a delivery worker, nodemailer alone sending pre-built messages, or one
+// broadcast fan-out or webhook outbox run to its end (it reports what it measured and waits to be
+// stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
