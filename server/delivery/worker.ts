@@ -1,5 +1,5 @@
-// The delivery worker: claims due emails from the outbox, builds each MIME message with nodemailer and
-// hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
+// The delivery worker: claims due emails from the outbox, builds each MIME message (server/delivery/mime.ts)
+// and hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
 // up to a bound, then the email fails; a message that cannot be built, or a 5xx to the sender rather
 // than the recipients (MAIL FROM, AUTH), fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
 // outcome (its workers died with it) fails too. Messages are built here (server/delivery/message.ts),
@@ -27,6 +27,11 @@ import { isPermanent, recipientRefusal, type Refusal, type Transport } from './t
 export { DEFAULT_DELIVERY, type DeliveryOptions };
 
 const PURGE_EVERY_MS = 60_000;
+/** While answers keep coming, a commit waits for this many outcomes, at most GATHER_MS... */
+const GROUP_SIZE = 32;
+const GATHER_MS = 20;
+/** ...and no longer than this for the next one. */
+const NEXT_ANSWER_MS = 2;
 
 type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
 
@@ -34,6 +39,10 @@ export class DeliveryWorker {
   private running: Promise<void> | undefined;
   private unrecorded: Delivery[] = [];
   private committing: Promise<void> | undefined;
+  /** Messages handed to the transport and not yet answered. */
+  private awaitingAnswer = 0;
+  /** Wakes a gathering commit when an outcome joins the unrecorded. */
+  private outcomeArrived: ((arrived: boolean) => void) | undefined;
   private readonly commits = new Map<Delivery, Promise<string[]>>();
   private stopping = false;
   private lastPurge = 0;
@@ -88,6 +97,7 @@ export class DeliveryWorker {
    */
   private async record(delivery: Delivery): Promise<void> {
     this.unrecorded.push(delivery);
+    this.outcomeArrived?.(true);
     while (!this.commits.has(delivery)) {
       if (this.committing) {
         await this.committing;
@@ -106,12 +116,27 @@ export class DeliveryWorker {
   }
 
   /**
-   * Commits what is unrecorded after one turn of the event loop: SQLite commits without waiting on
-   * I/O, so without that turn every delivery would be a group of one, even when many relays answered
-   * together. Settles when the commit does, however it went; its members hear how through `commits`.
+   * Commits what is unrecorded after one turn of the event loop, and while answers keep coming (each
+   * within NEXT_ANSWER_MS of the last), once GROUP_SIZE outcomes or GATHER_MS have gathered. SQLite
+   * commits without waiting on I/O: without the wait, the relay's connections answering one at a
+   * time, nearly every commit held one or two emails and committing cost more than sending. A slow
+   * relay's answers are committed as they come, so that a crash sends few of them again. Settles when
+   * the commit does, however it went; its members hear how through `commits`.
    */
   private async commitGroup(): Promise<void> {
     await new Promise((resolve) => setImmediate(resolve));
+    const deadline = performance.now() + GATHER_MS;
+    for (let arrived = true; arrived && this.awaitingAnswer > 0 && this.unrecorded.length < GROUP_SIZE; ) {
+      const wait = Math.min(NEXT_ANSWER_MS, deadline - performance.now());
+      if (wait <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      arrived = await new Promise<boolean>((resolve) => {
+        this.outcomeArrived = resolve;
+        timer = setTimeout(() => resolve(false), wait);
+      });
+      clearTimeout(timer);
+      this.outcomeArrived = undefined;
+    }
     const group = this.unrecorded.splice(0);
     const commit = this.store.emails.markDelivered(group, new Date(), this.transport.final);
     for (const member of group) this.commits.set(member, commit);
@@ -154,7 +179,12 @@ export class DeliveryWorker {
     let raw: string | undefined;
     let refused: Refusal[] | undefined;
     try {
-      ({ raw, refused } = await this.transport.send(message));
+      this.awaitingAnswer++;
+      try {
+        ({ raw, refused } = await this.transport.send(message));
+      } finally {
+        this.awaitingAnswer--;
+      }
     } catch (error) {
       const reason = reasonOf(error);
       const refusedAll = recipientRefusal(error, message.envelope.to);
