@@ -49,8 +49,9 @@ const postgresUrl = process.env.DATABASE_URL || process.env.TEST_POSTGRES_URL ||
 let env: NodeJS.ProcessEnv & { DATA_DIR: string; BENCH_BODIES: string };
 
 function environment(dataDir: string, databaseUrl: string): typeof env {
-  // Webhooks may post to 127.0.0.1: the delivery section's receiver is there.
-  return { ...plainEnv, DATA_DIR: dataDir, DATABASE_URL: databaseUrl, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json'), WEBHOOK_ALLOW_PRIVATE: 'true' };
+  // Webhooks may post to 127.0.0.1: the delivery section's receiver is there. MALLOC_ARENA_MAX as
+  // `npm start` and the image set it, for every process measured alike.
+  return { ...plainEnv, MALLOC_ARENA_MAX: '2', DATA_DIR: dataDir, DATABASE_URL: databaseUrl, MAILROOM_API_KEY: TEST_KEY, LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', BENCH_BODIES: join(dataDir, 'bodies.json'), WEBHOOK_ALLOW_PRIVATE: 'true' };
 }
 
 const storeOptions = () => ({ dataDir: env.DATA_DIR, databaseUrl: env.DATABASE_URL || undefined });
