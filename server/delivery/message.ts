@@ -7,7 +7,7 @@
 // With a bounce domain, the return path names the email (VERP: `bounces+<id>@<domain>`), so that a
 // bounce finds its email whatever the remote server kept of it, and the relay is asked for delivery
 // status notifications of failure and delay (RFC 3461), sent only to relays that advertise DSN.
-import { compile } from 'html-to-text';
+import { createRequire } from 'node:module';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { EmailRecord } from '../store/emails.ts';
@@ -22,13 +22,17 @@ export interface OutgoingMessage extends MessageFields {
 
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
 // the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
-// html template (server/broadcasts/personalize.ts).
-const convert = compile({ wordwrap: 78 });
+// html template (server/broadcasts/personalize.ts). html-to-text is loaded at the first conversion:
+// a server that has sent nothing, and its delivery thread, would each hold about 1.5 MB of it.
+let convert: ((html: string) => string) | undefined;
 /** The last body converted: a batch often sends one body to many recipients, one after another. */
 let last: { html: string; text: string } | undefined;
 
 export function plainText(html: string): string {
-  if (last?.html !== html) last = { html, text: convert(html) };
+  if (last?.html !== html) {
+    convert ??= (createRequire(import.meta.url)('html-to-text') as typeof import('html-to-text')).compile({ wordwrap: 78 });
+    last = { html, text: convert(html) };
+  }
   return last.text;
 }
 
