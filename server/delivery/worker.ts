@@ -74,8 +74,17 @@ export class DeliveryWorker {
   /** Claims one batch and delivers it; returns how many emails it handled. */
   async runOnce(now = new Date()): Promise<number> {
     const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
-    const broadcast = emails.some((email) => email.broadcast_id !== null) ? await (await this.broadcasts()).forDelivery(emails) : undefined;
-    const suppressed = await suppressedIn(this.store, emails);
+    if (emails.length === 0) return 0;
+    // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
+    // would leave the batch claimed and unsent until its lease ran out.
+    const { broadcast, suppressed } = await this.persist(
+      emails[0]!,
+      async () => ({
+        broadcast: emails.some((email) => email.broadcast_id !== null) ? await (await this.broadcasts()).forDelivery(emails) : undefined,
+        suppressed: await suppressedIn(this.store, emails),
+      }),
+      'reading what a claimed batch needs',
+    );
     await Promise.all(emails.map((email) => this.deliver(email, suppressed, broadcast?.get(email.id))));
     return emails.length;
   }
@@ -228,11 +237,11 @@ export class DeliveryWorker {
   }
 
   /**
-   * Records an outcome, trying again while the database does not answer (a restart, a dropped
-   * connection) and the claim lasts: waiting out the lease instead would leave the email undelivered,
+   * Records an outcome (or reads what a claimed batch needs), trying again while the database does
+   * not answer (a restart, a dropped connection) and the claim lasts: waiting out the lease instead would leave the email undelivered,
    * or sent twice, for a blip.
    */
-  private async persist<T>(email: ClaimedEmail, outcome: () => Promise<T>): Promise<T> {
+  private async persist<T>(email: ClaimedEmail, outcome: () => Promise<T>, what = 'recording a delivery outcome'): Promise<T> {
     const leaseEnds = Date.parse(email.next_attempt_at);
     for (let retry = 0; ; retry++) {
       try {
@@ -240,7 +249,7 @@ export class DeliveryWorker {
       } catch (err) {
         const pause = Math.min(2_000, 100 * 2 ** retry);
         if (this.stopping || Date.now() + pause >= leaseEnds) throw err;
-        this.logger.warn({ err, emailId: email.id }, 'recording a delivery outcome failed; trying again');
+        this.logger.warn({ err, emailId: email.id }, `${what} failed; trying again`);
         await new Promise((resolve) => setTimeout(resolve, pause));
       }
     }

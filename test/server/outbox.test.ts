@@ -111,6 +111,24 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
     });
   });
 
+  describe('a read that fails after the claim', () => {
+    it('is tried again while the claim lasts, and the batch goes out in the same round instead of waiting out its lease', async () => {
+      const [id] = await send(server, [{ from: 'a@acme.dev', to: 'read@example.com', subject: 'Read', text: 'x' }]);
+      const capturing = new DeliveryWorker(server.store, captureTransport(), quiet, { ...fast, leaseMs: 60_000 });
+      workers.push(capturing);
+      const db = server.store.database.db;
+      // The suppression list, read after the claim, is away for 300 ms.
+      await db.schema.alterTable('suppressions').renameTo('suppressions_elsewhere').execute();
+      const back = sleep(300).then(() => db.schema.alterTable('suppressions_elsewhere').renameTo('suppressions').execute());
+      try {
+        expect(await capturing.runOnce()).toBeGreaterThanOrEqual(1);
+      } finally {
+        await back;
+      }
+      expect((await server.store.emails.find(id!))?.last_event).toBe('delivered');
+    });
+  });
+
   describe('finding 13: only the lease holder records an outcome', () => {
     beforeEach(async () => {
       // Nothing else due: the claims below take exactly the email each test sends.
