@@ -77,7 +77,9 @@ export class WebhookDispatcher {
     if (free <= 0) return 0;
     const claimed = await this.store.webhookDeliveries.claimDue(free, now, this.options.leaseMs);
     if (claimed.length === 0) return 0;
-    const contexts = await this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id));
+    // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
+    // would leave the deliveries claimed and unposted until their lease ran out.
+    const contexts = await this.persist(claimed[0]!, () => this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id)), 'reading what claimed deliveries need');
     for (const delivery of claimed) {
       const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger.error({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
       this.inFlight.add(posting);
@@ -185,8 +187,8 @@ export class WebhookDispatcher {
     await commit.catch(() => {});
   }
 
-  /** Tries the recording again while the database does not answer and the claim lasts. */
-  private async persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>): Promise<T> {
+  /** Tries the recording (or a read) again while the database does not answer and the claim lasts. */
+  private async persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>, what = 'recording a webhook outcome'): Promise<T> {
     const leaseEnds = Date.parse(delivery.next_attempt_at);
     for (let retry = 0; ; retry++) {
       try {
@@ -194,7 +196,7 @@ export class WebhookDispatcher {
       } catch (err) {
         const pause = Math.min(2_000, 100 * 2 ** retry);
         if (Date.now() + pause >= leaseEnds) throw err;
-        this.logger.warn({ err, deliveryId: delivery.id }, 'recording a webhook outcome failed; trying again');
+        this.logger.warn({ err, deliveryId: delivery.id }, `${what} failed; trying again`);
         await sleep(pause);
       }
     }

@@ -215,6 +215,22 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     expect(inbox.received).toHaveLength(0);
   });
 
+  it('reads again what a claim needs when the database fails after the claim, instead of waiting out the lease', async () => {
+    const inbox = await receiver();
+    await webhook(inbox.url, ['email.sent']);
+    const email = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
+    // The events, read after the claim, are away for 300 ms; the claim lasts a minute.
+    await db().schema.alterTable('events').renameTo('events_elsewhere').execute();
+    const back = new Promise((resolve) => setTimeout(resolve, 300)).then(() => db().schema.alterTable('events_elsewhere').renameTo('events').execute());
+    try {
+      dispatch({ leaseMs: 60_000 });
+      await until(() => inbox.received.length === 1, 'the event posted within the claim', 5_000);
+    } finally {
+      await back;
+    }
+  });
+
   it('does not post to a loopback address unless private addresses are allowed, nor connect to a name that resolves to one', async () => {
     const inbox = await receiver();
     const { id } = await webhook(`https://127.0.0.1:${inbox.port}/hooks`, ['email.sent']);
