@@ -27,7 +27,7 @@ RUN npm run build \
 
 # Final stage: Node, production dependencies and the bundle; runs as the image's unprivileged `node` user.
 FROM ${NODE_IMAGE}
-# MALLOC_ARENA_MAX as `npm start` sets it (README, "Memory").
+# MALLOC_ARENA_MAX as `npm start` sets it; README says why, under "Without containers".
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     HOST=0.0.0.0 \
