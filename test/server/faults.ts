@@ -1,10 +1,12 @@
 // Real faults for the resilience suites: a PostgreSQL schema whose connections carry a name of their
 // own (so that only they are terminated), a TCP proxy in front of PostgreSQL that can be taken down and
-// brought back, and raw HTTP clients that stall.
+// brought back, a table taken away for a while, and raw HTTP clients that stall.
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
+import type { Kysely } from 'kysely';
 import type { ContactRecord } from '../../server/store/contacts.ts';
+import type { Tables } from '../../server/store/database.ts';
 import type { Store } from '../../server/store/index.ts';
 import { POSTGRES_URL, postgresSchema } from '../support/backends.ts';
 import { TEST_KEY } from '../support/server.ts';
@@ -135,6 +137,15 @@ export function closedByServer(socket: Socket): Promise<{ received: string }> {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Renames `table` away, so that every query on it fails as if the database had; call what it returns to bring it back. */
+export async function takeTableAway(db: Kysely<Tables>, table: keyof Tables & string): Promise<() => Promise<void>> {
+  const away = `${table}_elsewhere`;
+  await db.schema.alterTable(table).renameTo(away).execute();
+  return async () => {
+    await db.schema.alterTable(away).renameTo(table).execute();
+  };
+}
 
 /** Polls `check` until it returns true; throws after `tries` attempts. */
 export async function eventually(check: () => Promise<boolean>, what: string, tries = 100, everyMs = 50): Promise<void> {

@@ -11,7 +11,7 @@ import { openStore, type Store } from '../../server/store/index.ts';
 import { backends, postgresSchema, type Backend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
-import { sleep } from './faults.ts';
+import { sleep, takeTableAway } from './faults.ts';
 
 const quiet = pino({ level: 'silent' });
 const fast: DeliveryOptions = { ...DEFAULT_DELIVERY, idleMs: 10, retryBaseMs: 10, maxAttempts: 3 };
@@ -93,8 +93,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       const [id] = await send(server, [{ from: 'a@acme.dev', to: 'commit@example.com', subject: 'Commit', text: 'x' }]);
       const capturing = new DeliveryWorker(server.store, captureTransport(), quiet, { ...fast, leaseMs: 1000 });
       workers.push(capturing);
-      const db = server.store.database.db;
-      await db.schema.alterTable('captured_messages').renameTo('captured_elsewhere').execute();
+      const bringBack = await takeTableAway(server.store.database.db, 'captured_messages');
       let round: unknown;
       try {
         const seen = await unhandledRejections(async () => {
@@ -103,7 +102,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
         expect(seen).toEqual([]);
         expect(round).toBeInstanceOf(Error);
       } finally {
-        await db.schema.alterTable('captured_elsewhere').renameTo('captured_messages').execute();
+        await bringBack();
       }
       expect((await server.store.emails.find(id!))?.last_event).toBe('queued');
       expect(await capturing.runOnce(later(2000))).toBe(1);
@@ -116,10 +115,9 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
       const [id] = await send(server, [{ from: 'a@acme.dev', to: 'read@example.com', subject: 'Read', text: 'x' }]);
       const capturing = new DeliveryWorker(server.store, captureTransport(), quiet, { ...fast, leaseMs: 60_000 });
       workers.push(capturing);
-      const db = server.store.database.db;
       // The suppression list, read after the claim, is away for 300 ms.
-      await db.schema.alterTable('suppressions').renameTo('suppressions_elsewhere').execute();
-      const back = sleep(300).then(() => db.schema.alterTable('suppressions_elsewhere').renameTo('suppressions').execute());
+      const bringBack = await takeTableAway(server.store.database.db, 'suppressions');
+      const back = sleep(300).then(bringBack);
       try {
         expect(await capturing.runOnce()).toBeGreaterThanOrEqual(1);
       } finally {

@@ -15,6 +15,7 @@ import { DEFAULT_WEBHOOKS, WebhookDispatcher, type WebhookOptions } from '../../
 import { backends } from '../support/backends.ts';
 import { closedPort, emailEvent, emailRecord, recordEvents, startReceiver, until, type Received, type Receiver } from '../support/receiver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { sleep, takeTableAway } from './faults.ts';
 
 const compile = schemaCompiler(loadSpec());
 const schemaName = (type: string) => `WebhookEvent${type.split(/[._]/).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`;
@@ -221,8 +222,8 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     const email = emailRecord();
     await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
     // The events, read after the claim, are away for 300 ms; the claim lasts a minute.
-    await db().schema.alterTable('events').renameTo('events_elsewhere').execute();
-    const back = new Promise((resolve) => setTimeout(resolve, 300)).then(() => db().schema.alterTable('events_elsewhere').renameTo('events').execute());
+    const bringBack = await takeTableAway(db(), 'events');
+    const back = sleep(300).then(bringBack);
     try {
       dispatch({ leaseMs: 60_000 });
       await until(() => inbox.received.length === 1, 'the event posted within the claim', 5_000);
