@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
+import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { refusal } from './bounce.ts';
 import { toMessage, type OutgoingMessage } from './message.ts';
@@ -27,23 +28,19 @@ import { isPermanent, recipientRefusal, type Refusal, type Transport } from './t
 export { DEFAULT_DELIVERY, type DeliveryOptions };
 
 const PURGE_EVERY_MS = 60_000;
-/** While answers keep coming, a commit waits for this many outcomes, at most GATHER_MS... */
-const GROUP_SIZE = 32;
-const GATHER_MS = 20;
-/** ...and no longer than this for the next one. */
-const NEXT_ANSWER_MS = 2;
-
 type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
 
 export class DeliveryWorker {
   private running: Promise<void> | undefined;
-  private unrecorded: Delivery[] = [];
-  private committing: Promise<void> | undefined;
-  /** Messages handed to the transport and not yet answered. */
-  private awaitingAnswer = 0;
-  /** Wakes a gathering commit when an outcome joins the unrecorded. */
-  private outcomeArrived: ((arrived: boolean) => void) | undefined;
-  private readonly commits = new Map<Delivery, Promise<string[]>>();
+  /**
+   * One commit per email would cost more than sending it; one per claimed batch would, after a crash,
+   * send the whole batch again instead of the few in flight.
+   */
+  private readonly outcomes = new GroupCommit<Delivery>((group) => this.store.emails.markDelivered(group, new Date(), this.transport.final), {
+    size: 32,
+    gatherMs: 20,
+    nextAnswerMs: 2,
+  });
   private stopping = false;
   private lastPurge = 0;
   private broadcastMail: Promise<BroadcastMail> | undefined;
@@ -99,59 +96,6 @@ export class DeliveryWorker {
     return this.broadcastMail;
   }
 
-  /**
-   * Group commit: a delivery is recorded with whichever others finished while the previous commit ran.
-   * One commit per email would cost more than sending it; one per claimed batch would, after a crash,
-   * send the whole batch again instead of the few in flight.
-   */
-  private async record(delivery: Delivery): Promise<void> {
-    this.unrecorded.push(delivery);
-    this.outcomeArrived?.(true);
-    while (!this.commits.has(delivery)) {
-      if (this.committing) {
-        await this.committing;
-        continue;
-      }
-      this.committing = this.commitGroup().finally(() => {
-        this.committing = undefined;
-      });
-    }
-    try {
-      const recorded = await this.commits.get(delivery)!;
-      if (!recorded.includes(delivery.id)) this.leaseLost(delivery.id, 'delivered');
-    } finally {
-      this.commits.delete(delivery);
-    }
-  }
-
-  /**
-   * Commits what is unrecorded after one turn of the event loop, and while answers keep coming (each
-   * within NEXT_ANSWER_MS of the last), once GROUP_SIZE outcomes or GATHER_MS have gathered. SQLite
-   * commits without waiting on I/O: without the wait, the relay's connections answering one at a
-   * time, nearly every commit held one or two emails and committing cost more than sending. A slow
-   * relay's answers are committed as they come, so that a crash sends few of them again. Settles when
-   * the commit does, however it went; its members hear how through `commits`.
-   */
-  private async commitGroup(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    const deadline = performance.now() + GATHER_MS;
-    for (let arrived = true; arrived && this.awaitingAnswer > 0 && this.unrecorded.length < GROUP_SIZE; ) {
-      const wait = Math.min(NEXT_ANSWER_MS, deadline - performance.now());
-      if (wait <= 0) break;
-      let timer: NodeJS.Timeout | undefined;
-      arrived = await new Promise<boolean>((resolve) => {
-        this.outcomeArrived = resolve;
-        timer = setTimeout(() => resolve(false), wait);
-      });
-      clearTimeout(timer);
-      this.outcomeArrived = undefined;
-    }
-    const group = this.unrecorded.splice(0);
-    const commit = this.store.emails.markDelivered(group, new Date(), this.transport.final);
-    for (const member of group) this.commits.set(member, commit);
-    await commit.catch(() => {});
-  }
-
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
@@ -188,12 +132,7 @@ export class DeliveryWorker {
     let raw: string | undefined;
     let refused: Refusal[] | undefined;
     try {
-      this.awaitingAnswer++;
-      try {
-        ({ raw, refused } = await this.transport.send(message));
-      } finally {
-        this.awaitingAnswer--;
-      }
+      ({ raw, refused } = await this.outcomes.awaiting(() => this.transport.send(message)));
     } catch (error) {
       const reason = reasonOf(error);
       const refusedAll = recipientRefusal(error, message.envelope.to);
@@ -210,7 +149,7 @@ export class DeliveryWorker {
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
     const text = !broadcast && message.text !== undefined ? message.text : null;
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
-    await this.persist(email, () => this.record(delivery));
+    if (!(await this.persist(email, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
     if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
   }
 

@@ -6,6 +6,7 @@
 // delivery worker (server/worker.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import type { ClaimedDelivery, DeliveryContext, DeliveryOutcome } from '../store/webhookDeliveries.ts';
 import { payloadOf } from './payload.ts';
@@ -48,9 +49,12 @@ export class WebhookDispatcher {
   private stopping = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly poster: WebhookPoster;
-  private unrecorded: DeliveryOutcome[] = [];
-  private committing: Promise<void> | undefined;
-  private readonly commits = new Map<DeliveryOutcome, Promise<string[]>>();
+  /** Outcomes are recorded in groups, as the email outbox's are: a busy endpoint costs a transaction per group rather than per delivery. */
+  private readonly outcomes = new GroupCommit<DeliveryOutcome>((group) => this.store.webhookDeliveries.record(group, new Date()), {
+    size: 50,
+    gatherMs: 50,
+    nextAnswerMs: 5,
+  });
 
   constructor(
     private readonly store: Store,
@@ -126,7 +130,9 @@ export class WebhookDispatcher {
     const payload = payloadOf(context);
     if ('missing' in payload) return this.finish(delivery, { ...lease, state: 'failed', status: null, error: payload.missing });
     const body = JSON.stringify(payload);
-    const { status, error } = await this.poster.post(context.webhook.endpoint, signedHeaders(context.webhook.signing_secret, delivery.id, new Date(), body), body);
+    const { endpoint, signing_secret } = context.webhook;
+    const headers = signedHeaders(signing_secret, delivery.id, new Date(), body);
+    const { status, error } = await this.outcomes.awaiting(() => this.poster.post(endpoint, headers, body));
     if (error === undefined) return this.finish(delivery, { ...lease, state: 'delivered', status });
     if (delivery.attempts >= attempts) return this.finish(delivery, { ...lease, state: 'failed', status, error });
     const retryAt = new Date(Date.now() + this.options.retryScheduleMs[delivery.attempts - 1]!);
@@ -136,7 +142,7 @@ export class WebhookDispatcher {
 
   /** Records the outcome; a delivery that ended failed may disable its webhook. */
   private async finish(delivery: ClaimedDelivery, outcome: DeliveryOutcome): Promise<void> {
-    const recorded = await this.persist(delivery, () => this.record(outcome));
+    const recorded = await this.persist(delivery, () => this.outcomes.record(outcome));
     if (!recorded) {
       this.logger.warn({ deliveryId: delivery.id, state: outcome.state }, 'outcome not recorded: this worker no longer holds the delivery');
       return;
@@ -148,43 +154,6 @@ export class WebhookDispatcher {
     if (await this.store.webhookDeliveries.disableIfFailing(delivery.webhook_id, threshold, reason, new Date())) {
       this.logger.warn({ webhookId: delivery.webhook_id, reason }, 'webhook disabled');
     }
-  }
-
-  /**
-   * Group commit, as the delivery worker's: an outcome is recorded with whichever others finished
-   * while the previous commit ran, so that a busy endpoint costs one transaction per group rather
-   * than per delivery. Resolves with whether this outcome's lease still held.
-   */
-  private async record(outcome: DeliveryOutcome): Promise<boolean> {
-    this.unrecorded.push(outcome);
-    while (!this.commits.has(outcome)) {
-      if (this.committing) {
-        await this.committing;
-        continue;
-      }
-      this.committing = this.commitGroup().finally(() => {
-        this.committing = undefined;
-      });
-    }
-    try {
-      return (await this.commits.get(outcome)!).includes(outcome.id);
-    } finally {
-      this.commits.delete(outcome);
-    }
-  }
-
-  /**
-   * Commits what is unrecorded after one turn of the event loop: SQLite commits without waiting on
-   * I/O, so without that turn every outcome would be a group of one, even when a whole claim's
-   * answers arrived together. Settles when the commit does, however it went; its members hear how
-   * through `commits`.
-   */
-  private async commitGroup(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
-    const group = this.unrecorded.splice(0);
-    const commit = this.store.webhookDeliveries.record(group, new Date());
-    for (const member of group) this.commits.set(member, commit);
-    await commit.catch(() => {});
   }
 
   /** Tries the recording (or a read) again while the database does not answer and the claim lasts. */
