@@ -10,7 +10,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { EventType } from '../../server/store/database.ts';
 import type { Store } from '../../server/store/index.ts';
-import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { startCountingReceiver, type CountingReceiver } from '../support/receiver.ts';
 
 type Target = { child: ChildProcess; url: string; first: any; ask: (message: string) => Promise<any> };
 
@@ -83,10 +83,10 @@ const deliveriesOf = (store: Store, webhookId: string, state?: 'delivered') => {
 };
 
 async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, html: string, withWebhook: boolean): Promise<Run> {
-  let receiver: Receiver | undefined;
+  let receiver: CountingReceiver | undefined;
   let webhookId: string | undefined;
   if (withWebhook) {
-    receiver = await startReceiver(() => 200);
+    receiver = await startCountingReceiver();
     webhookId = (await call(bench, 'POST', '/webhooks', { endpoint: receiver.url, events: Object.keys(EMAIL_EVENTS) })).id as string;
   }
   try {
@@ -111,8 +111,8 @@ async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, ht
       // Every event is recorded with its deliveries, so what is owed is known once the outcomes are.
       const owed = await deliveriesOf(bench.store, webhookId);
       const startedAt = Date.now() - (performance.now() - started);
-      await waitFor('every webhook delivery to land', () => receiver.ids().size >= owed);
-      const lastSeconds = (Math.max(...receiver.received.map((r) => r.at)) - startedAt) / 1000;
+      await waitFor('every webhook delivery to land', () => receiver.ids.size >= owed);
+      const lastSeconds = (receiver.lastAt() - startedAt) / 1000;
       await waitFor('every webhook outcome to be recorded', async () => (await deliveriesOf(bench.store, webhookId, 'delivered')) >= owed);
       return { seconds, steady, hooks: { owed, lastSeconds } };
     } finally {

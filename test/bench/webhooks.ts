@@ -5,13 +5,11 @@
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openStore } from '../../server/store/index.ts';
-import { emailEvent, emailRecord, recordEvents } from '../support/receiver.ts';
+import { emailEvent, emailRecord, recordEvents, startCountingReceiver } from '../support/receiver.ts';
 
 /** Writes a webhook for `email.sent` at `endpoint` and `events` such events, each owing it one delivery. */
 async function prepare(env: NodeJS.ProcessEnv, endpoint: string, events: number): Promise<void> {
@@ -30,17 +28,9 @@ async function prepare(env: NodeJS.ProcessEnv, endpoint: string, events: number)
 }
 
 async function measure(targetScript: string, env: NodeJS.ProcessEnv, label: string, events: number): Promise<void> {
-  let received = 0;
-  const receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      received++;
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const receiver = await startCountingReceiver();
   try {
-    await prepare(env, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events);
+    await prepare(env, receiver.url, events);
     const child = fork(targetScript, ['webhooks'], { env: { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' }, execArgv: process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     const result = await new Promise<{ delivered: number; seconds: number; peakRssBytes: number }>((resolve, reject) => {
       child.once('message', (m: any) => resolve(m));
@@ -50,11 +40,10 @@ async function measure(targetScript: string, env: NodeJS.ProcessEnv, label: stri
     const rate = Math.round(result.delivered / result.seconds);
     console.log(
       `Webhooks on ${label}: ${result.delivered.toLocaleString('en')} of ${events.toLocaleString('en')} deliveries in ${result.seconds.toFixed(2)}s = ${rate.toLocaleString('en')} deliveries/s ` +
-        `(${received.toLocaleString('en')} posts received); worker peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`,
+        `(${receiver.posts().toLocaleString('en')} posts received); worker peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MB`,
     );
   } finally {
-    receiver.closeAllConnections();
-    receiver.close();
+    await receiver.close();
   }
 }
 

@@ -66,6 +66,46 @@ export async function startReceiver(answer: Answer = () => 200, port = 0): Promi
   });
 }
 
+export interface CountingReceiver {
+  url: string;
+  /** The svix-ids received, each once. */
+  ids: Set<string>;
+  posts(): number;
+  /** When the last request arrived (Date.now()). */
+  lastAt(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A receiver for benches, which share the machine with what they measure: answers 200 at once,
+ * reading no body, and keeps only the svix-ids it got and when the last request arrived.
+ */
+export async function startCountingReceiver(): Promise<CountingReceiver> {
+  const ids = new Set<string>();
+  let posts = 0;
+  let lastAt = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      posts++;
+      lastAt = Date.now();
+      ids.add(String(req.headers['svix-id']));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    ids,
+    posts: () => posts,
+    lastAt: () => lastAt,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 /** A port nothing listens on (it was free a moment ago). */
 export async function closedPort(): Promise<number> {
   const server = createServer();
