@@ -5,7 +5,7 @@
 // the row, only while it is pending. On PostgreSQL claims skip rows other workers hold.
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
-import type { DialectName, EmailTable, EventTable, Tables, WebhookDeliveryTable, WebhookTable } from './database.ts';
+import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
 import { dropOwed } from './webhooks.ts';
 
 export type ClaimedDelivery = Selectable<WebhookDeliveryTable> & { lease_token: string };
@@ -52,14 +52,16 @@ export class WebhookDeliveryStore {
     }
     // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
     // per row it updates, each run skipping the rows the last one locked, and claim far past `limit`.
-    const claimed = await this.db
-      .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
-      .updateTable('webhook_deliveries')
-      .from('due')
-      .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
-      .whereRef('webhook_deliveries.id', '=', 'due.id')
-      .returningAll('webhook_deliveries')
-      .execute();
+    const claimed = await inIndexOrder(this.db, (tx) =>
+      tx
+        .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
+        .updateTable('webhook_deliveries')
+        .from('due')
+        .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
+        .whereRef('webhook_deliveries.id', '=', 'due.id')
+        .returningAll('webhook_deliveries')
+        .execute(),
+    );
     return claimed as ClaimedDelivery[];
   }
 
