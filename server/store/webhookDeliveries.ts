@@ -30,16 +30,15 @@ export class WebhookDeliveryStore {
     private readonly dialect: DialectName,
   ) {}
 
+  /** The ids of up to `limit` due deliveries, oldest due first. */
+  dueDeliveries(limit: number, now: Date) {
+    return this.db.selectFrom('webhook_deliveries').select('id').where('state', '=', 'pending').where('next_attempt_at', '<=', now.toISOString()).orderBy('next_attempt_at').limit(limit);
+  }
+
   /** Claims up to `limit` due deliveries for `leaseMs`, oldest due first; each claim counts as an attempt. */
   async claimDue(limit: number, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
     const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
-    const due = this.db
-      .selectFrom('webhook_deliveries')
-      .select('id')
-      .where('state', '=', 'pending')
-      .where('next_attempt_at', '<=', now.toISOString())
-      .orderBy('next_attempt_at')
-      .limit(limit);
+    const due = this.dueDeliveries(limit, now);
     if (this.dialect === 'sqlite') {
       const claimed = await this.db
         .updateTable('webhook_deliveries')
