@@ -14,7 +14,7 @@ export interface GroupCommitOptions {
 
 export class GroupCommit<T extends { id: string }> {
   /** Sends handed to the peer and not yet answered: while there are none, a commit does not wait. */
-  awaitingAnswer = 0;
+  private awaitingAnswer = 0;
   private unrecorded: T[] = [];
   private committing: Promise<void> | undefined;
   /** Wakes a gathering commit when an outcome joins the unrecorded. */

@@ -29,7 +29,7 @@ export class AnswerReader {
   private chunkLeft = 0;
   private trailerBytes = 0;
 
-  constructor(private readonly on: { head(head: AnswerHead): void; body(bytes: Buffer): void; done(): void }) {}
+  constructor(private readonly on: { head(head: AnswerHead): void; body(bytes: Buffer): void }) {}
 
   get done(): boolean {
     return this.step === 'done';
@@ -184,7 +184,6 @@ export class AnswerReader {
 
   private finish(): void {
     this.step = 'done';
-    this.on.done();
   }
 
   private fail(reason: string): never {

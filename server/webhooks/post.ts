@@ -124,7 +124,6 @@ export class WebhookPoster {
             textLength += bytes.length;
           }
         },
-        done: () => {},
       });
       const onData = (bytes: Buffer) => {
         answered += bytes.length;
