@@ -17,6 +17,7 @@ import { build } from 'esbuild';
 import { startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
+import { storeCallCosts } from './bounds.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchDelivery } from './delivery.ts';
 import { benchFanout, postgresReachable } from './fanout.ts';
@@ -93,7 +94,8 @@ async function startTarget(kind: 'mailroom' | 'contract' | 'express' | 'http' | 
   return { child, url: first.url, first, ask };
 }
 
-const BATCH = JSON.stringify(Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: [`reader${n}@example.com`], subject: `Issue ${n}`, html: `<p>Hello reader ${n}, here is the news.</p>` })));
+const BATCH_EMAILS = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: [`reader${n}@example.com`], subject: `Issue ${n}`, html: `<p>Hello reader ${n}, here is the news.</p>` }));
+const BATCH = JSON.stringify(BATCH_EMAILS);
 
 async function load(url: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
   const post = url.endsWith('/emails/batch') ? ['-m', 'POST', '-H', 'content-type=application/json', '-b', BATCH] : [];
@@ -243,6 +245,17 @@ async function benchDatabase(database: string): Promise<void> {
       const reach = results.mailroom![name]!.rps / results.contract![name]!.rps;
       const verdict = ceiling >= targets[name]! ? 'the target is within it' : `the ${targets[name]! * 100}% target is above it`;
       console.log(`  ${name.padEnd(14)} ${(ceiling * 100).toFixed(1)}% (${verdict}); the full server reaches ${(reach * 100).toFixed(1)}% of the ceiling`);
+    }
+    // What the contract's checks and the store's work alone allow: where a target is above it, no
+    // server built on these parts reaches that target on this machine.
+    const store = await openStore(storeOptions());
+    const costs = await storeCallCosts(store, broadcastId, BATCH_EMAILS).finally(() => store.close());
+    console.log('bounds (the contract target plus the store\'s call, timed alone, and nothing else / bare Express):');
+    for (const name of Object.keys(paths) as (keyof typeof costs)[]) {
+      const best = 1 / (1 / results.contract![name]!.rps + costs[name] / 1000);
+      const bound = best / results.express![name]!.rps;
+      const verdict = bound >= targets[name]! ? 'the target is within it' : `the ${targets[name]! * 100}% target is above it`;
+      console.log(`  ${name.padEnd(14)} store ${costs[name].toFixed(3)} ms a call: at best ${(bound * 100).toFixed(1)}% (${verdict}); the full server reaches ${((100 * results.mailroom![name]!.rps) / best).toFixed(1)}% of that`);
     }
     console.log(`\naccepted emails/s through POST /emails/batch: ${Math.round(results.mailroom!.batchOf100!.rps * 100).toLocaleString('en')}\n`);
   }
