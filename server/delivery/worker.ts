@@ -18,6 +18,7 @@ import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeTo
 import type { ClaimedEmail } from '../store/emails.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
+import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
 import { refusal } from './bounce.ts';
 import { toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
@@ -175,23 +176,12 @@ export class DeliveryWorker {
     if (!(await this.persist(email, () => this.store.emails.markCanceled(email, reason, new Date())))) this.leaseLost(email.id, 'canceled');
   }
 
-  /**
-   * Records an outcome (or reads what a claimed batch needs), trying again while the database does
-   * not answer (a restart, a dropped connection) and the claim lasts: waiting out the lease instead would leave the email undelivered,
-   * or sent twice, for a blip.
-   */
-  private async persist<T>(email: ClaimedEmail, outcome: () => Promise<T>, what = 'recording a delivery outcome'): Promise<T> {
-    const leaseEnds = Date.parse(email.next_attempt_at);
-    for (let retry = 0; ; retry++) {
-      try {
-        return await outcome();
-      } catch (err) {
-        const pause = Math.min(2_000, 100 * 2 ** retry);
-        if (this.stopping || Date.now() + pause >= leaseEnds) throw err;
-        this.logger.warn({ err, emailId: email.id }, `${what} failed; trying again`);
-        await new Promise((resolve) => setTimeout(resolve, pause));
-      }
-    }
+  /** Records an outcome (or reads what a claimed batch needs) while the claim lasts: see server/store/retryWhileClaimed.ts. */
+  private persist<T>(email: ClaimedEmail, outcome: () => Promise<T>, what = 'recording a delivery outcome'): Promise<T> {
+    return retryWhileClaimed(email.next_attempt_at, outcome, {
+      stopping: () => this.stopping,
+      onRetry: (err) => this.logger.warn({ err, emailId: email.id }, `${what} failed; trying again`),
+    });
   }
 
   /** The claim ran out and another worker holds the email, or it already has its outcome. */

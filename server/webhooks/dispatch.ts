@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
+import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
 import type { ClaimedDelivery, DeliveryContext, DeliveryOutcome } from '../store/webhookDeliveries.ts';
 import { payloadOf } from './payload.ts';
 import { WebhookPoster } from './post.ts';
@@ -156,18 +157,11 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Tries the recording (or a read) again while the database does not answer and the claim lasts. */
-  private async persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>, what = 'recording a webhook outcome'): Promise<T> {
-    const leaseEnds = Date.parse(delivery.next_attempt_at);
-    for (let retry = 0; ; retry++) {
-      try {
-        return await attempt();
-      } catch (err) {
-        const pause = Math.min(2_000, 100 * 2 ** retry);
-        if (Date.now() + pause >= leaseEnds) throw err;
-        this.logger.warn({ err, deliveryId: delivery.id }, `${what} failed; trying again`);
-        await sleep(pause);
-      }
-    }
+  /** Records the outcome (or reads what claimed deliveries need) while the claim lasts: see server/store/retryWhileClaimed.ts. */
+  private persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>, what = 'recording a webhook outcome'): Promise<T> {
+    return retryWhileClaimed(delivery.next_attempt_at, attempt, {
+      stopping: () => this.stopping,
+      onRetry: (err) => this.logger.warn({ err, deliveryId: delivery.id }, `${what} failed; trying again`),
+    });
   }
 }
