@@ -71,7 +71,6 @@ export class EmailStore {
     return this.db.selectFrom('emails').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  /** One page of at most `limit` emails, newest first, over the emails_newest_first index. */
   /**
    * A page of the log, newest first, of every email or those whose last event is `lastEvent`. The
    * filter walks the newest-first index: an index on the status would be rewritten by every delivery.
