@@ -95,6 +95,8 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
 function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDocument): ApiError {
   const item = e.errors?.find((error, _, all) => !wrongBranch(error, all));
   if (!item) return invalid(e.message);
+  // The validator's routing, which could not decode the path's parameters (its own wording).
+  if (item.message.startsWith('malformed uri')) return invalid('The path is not percent-encoded correctly (a % must be followed by two hexadecimal digits, encoding UTF-8).', 'invalid_parameter');
   const [, location, ...rest] = item.path.split('/');
   const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
   const keyword = item.errorCode?.split('.')[0];

@@ -100,6 +100,12 @@ describe.each(backends)('errors on %s', (backend) => {
       expect(await call('/contacts?limit=1&page=2')).toMatchObject({ status: 422, body: { message: 'Unknown query parameter `page`.' } });
     });
 
+    it('answers 422 invalid_parameter, naming the fault, for a path whose percent-encoding is broken', async () => {
+      for (const path of ['/contacts/%ZZ', '/suppressions/a%E0%A4%A', '/emails/%']) {
+        expect(await call(path)).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The path is not percent-encoded correctly (a % must be followed by two hexadecimal digits, encoding UTF-8).' }, headers: expect.anything() });
+      }
+    });
+
     it('takes what the resend SDK sends: Content-Type: application/json on GETs and on empty-bodied requests', async () => {
       const get = await call('/contacts?limit=1', { headers: { 'content-type': 'application/json' } });
       expect(get.status).toBe(200);
