@@ -71,6 +71,11 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     case 'charset.unsupported':
       return new ApiError(415, 'unsupported_media_type', e.message);
   }
+  // body-parser passes zlib's error on, as a 400, for a JSON body its Content-Encoding does not describe.
+  const encoding = req.get('content-encoding');
+  if (e.status === 400 && typeof (err as { errno?: unknown }).errno === 'number' && encoding && req.is('application/json')) {
+    return new ApiError(400, 'invalid_json', `The body could not be decoded as its Content-Encoding, ${quoted(encoding)}, says: ${e.message}.`);
+  }
   const fromResponse = e.errors?.some((item) => item.path.startsWith('/response'));
   // The validator's multipart reader (multer) reports a form it cannot parse as a 500 of its own.
   if (!fromResponse && e.status === 500 && req.is('multipart/form-data')) return invalid('The body is not a well-formed multipart/form-data form.');
@@ -148,13 +153,15 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
 
 /**
  * A union (oneOf, anyOf) fails with every branch's reasons. When one branch took the value and failed
- * inside it (an error below the union's path), that branch is what the caller meant: another branch's
+ * on something other than its type (below the union's path, or at it: 51 addresses in `to`), that
+ * branch is what the caller meant: another branch's
  * "must be <type>" at the union's own path would only mislead (`{"id": "x"}` is not "a string").
  */
 function wrongBranch(error: NonNullable<ValidatorError['errors']>[number], all: NonNullable<ValidatorError['errors']>): boolean {
   if (!error.errorCode?.startsWith('type.')) return false;
   const atUnion = all.some((other) => /^(oneOf|anyOf)\./.test(other.errorCode ?? '') && other.path === error.path);
-  return atUnion && all.some((other) => other.path.startsWith(`${error.path}/`));
+  const tookIt = (other: (typeof all)[number]) => other.path === error.path ? !/^(type|oneOf|anyOf)\./.test(other.errorCode ?? '') : other.path.startsWith(`${error.path}/`);
+  return atUnion && all.some(tookIt);
 }
 
 /**

@@ -1,6 +1,7 @@
 // One set of validation rules, on SQLite and PostgreSQL: what a request may carry is what a response may
 // return (addresses, contact properties), text both stores keep as given, and bodies nested too deep to parse.
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../../server/contract.ts';
 import { nestedDeeperThan } from '../../server/jsonBody.ts';
@@ -210,6 +211,28 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await send('{"email":"wide@example.com","first_name":"Zoë"}')).toMatchObject({ status: 201 });
       expect(await send('['.repeat(65) + ']'.repeat(65))).toEqual(refused);
       expect(await call('POST', '/contacts', '[]')).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The `body` must be an object.' } });
+    });
+  });
+
+  describe('what a refusal names', () => {
+    const email = (to: unknown) => ({ from: 'a@example.com', to, subject: 'Hi', text: 'Hi' });
+    const addresses = (n: number) => Array.from({ length: n }, (_, i) => `r${i}@example.com`);
+
+    it('names the branch of a string-or-list field that took the value: a list too long or too short is not "must be a string"', async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      expect(await call('POST', '/emails', email(addresses(51)))).toEqual(refusal('The `to` must NOT have more than 50 items.'));
+      expect(await call('POST', '/emails', email([]))).toEqual(refusal('The `to` must NOT have fewer than 1 items.'));
+      expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be a string.'));
+    });
+
+    it('answers 400 invalid_json for a body its Content-Encoding does not describe, naming the encoding', async () => {
+      for (const encoding of ['gzip', 'deflate', 'br']) {
+        const { status, body } = await call('POST', '/contacts', { email: 'plain@example.com' }, { 'content-encoding': encoding });
+        expect({ status, name: body.name }, encoding).toEqual({ status: 400, name: 'invalid_json' });
+        expect(body.message).toMatch(new RegExp(`^The body could not be decoded as its Content-Encoding, \`${encoding}\`, says: .+\\.$`));
+      }
+      const gzipped = await server.request('/contacts', { method: 'POST', headers: { ...json, 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ email: 'zipped@example.com' })) });
+      expect(gzipped.status).toBe(201);
     });
   });
 });
