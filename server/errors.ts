@@ -112,6 +112,10 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     return invalid(when ? `Missing \`${field}\` field; it is required with \`${when}\`.` : `Missing \`${field}\` field.`, 'missing_required_field');
   }
   if (keyword === 'additionalProperties') return invalid(`The field ${quoted(field)} is not supported.`);
+  if (keyword === 'false schema') {
+    const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.properties?.[field] === false) : undefined;
+    if (when) return invalid(`The field \`${field}\` cannot be combined with \`${when}\`.`);
+  }
   if ((keyword === 'minProperties' || keyword === 'maxProperties') && location === 'body' && field === 'body') {
     // A body that takes exactly one of its fields (minProperties and maxProperties 1), such as removing suppressions by `emails` or by `ids`.
     const choice = resolveRef(spec, bodySchema(req, spec));

@@ -225,6 +225,13 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be a string.'));
     });
 
+    it('names the field a template excludes, as a batch does', async () => {
+      const send = { from: 'a@example.com', to: 'b@example.com', subject: 'Hi', template: { id: randomUUID() } };
+      const message = 'The field `html` cannot be combined with `template`.';
+      expect(await call('POST', '/emails', { ...send, html: '<p>Hi</p>' })).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      expect(await call('POST', '/emails/batch', [{ ...send, html: '<p>Hi</p>' }])).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: `emails[0]: ${message}` } });
+    });
+
     it('answers 400 invalid_json for a body its Content-Encoding does not describe, naming the encoding', async () => {
       for (const encoding of ['gzip', 'deflate', 'br']) {
         const { status, body } = await call('POST', '/contacts', { email: 'plain@example.com' }, { 'content-encoding': encoding });
