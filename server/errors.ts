@@ -158,8 +158,8 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
 /**
  * A union (oneOf, anyOf) fails with every branch's reasons. When one branch took the value and failed
  * on something other than its type (below the union's path, or at it: 51 addresses in `to`), that
- * branch is what the caller meant: another branch's
- * "must be <type>" at the union's own path would only mislead (`{"id": "x"}` is not "a string").
+ * branch is what the caller meant: another branch's "must be <type>" at the union's own path would
+ * only mislead (`{"id": "x"}` is not "a string").
  */
 function wrongBranch(error: NonNullable<ValidatorError['errors']>[number], all: NonNullable<ValidatorError['errors']>): boolean {
   if (!error.errorCode?.startsWith('type.')) return false;
