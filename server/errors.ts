@@ -107,6 +107,8 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const keyword = item.errorCode?.split('.')[0];
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter ${quoted(field)}.`);
+  if (item.message.startsWith('Empty value found')) return invalid(`The \`${field}\` must not be empty: give it a value, or leave it out.`, name);
+  if (item.message.includes('must be url encoded')) return invalid(`The \`${field}\` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=).`, name);
   if (keyword === 'required') {
     const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.required?.includes(field)) : undefined;
     return invalid(when ? `Missing \`${field}\` field; it is required with \`${when}\`.` : `Missing \`${field}\` field.`, 'missing_required_field');

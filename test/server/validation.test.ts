@@ -225,6 +225,14 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be a string.'));
     });
 
+    it('names an empty query parameter, and one holding a character it must percent-encode', async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      for (const query of ['limit', 'limit=']) {
+        expect(await call('GET', `/contacts?${query}`)).toEqual(refusal('The `limit` must not be empty: give it a value, or leave it out.'));
+      }
+      expect(await call('GET', '/emails?last_event=sent+x')).toEqual(refusal("The `last_event` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=)."));
+    });
+
     it('names the field a template excludes, as a batch does', async () => {
       const send = { from: 'a@example.com', to: 'b@example.com', subject: 'Hi', template: { id: randomUUID() } };
       const message = 'The field `html` cannot be combined with `template`.';
