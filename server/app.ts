@@ -1,7 +1,7 @@
 // The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded) → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
 // → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
-// stores cannot keep → one router per resource → one error handler (twice: see server/errors.ts).
+// stores cannot keep → the matched operation's handler (server/operationRouter.ts) → one error handler (twice: see server/errors.ts).
 //
 // Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
 // body is judged, batch triage must set a permissive batch's bad emails aside before the whole batch is
@@ -18,15 +18,15 @@ import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
-import { apiKeyRoutes } from './apiKeys/routes.ts';
-import { audienceRoutes } from './audiences/routes.ts';
+import { apiKeyHandlers } from './apiKeys/routes.ts';
+import { audienceHandlers } from './audiences/routes.ts';
 import { authenticate, authorize } from './auth.ts';
 import { BroadcastMail, type UnsubscribeLinks } from './broadcasts/mail.ts';
-import { broadcastRoutes } from './broadcasts/routes.ts';
+import { broadcastHandlers } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
 import { dashboardRoutes } from './dashboard.ts';
-import { contactHandlers, contactRoutes } from './contacts/routes.ts';
+import { contactHandlers } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
@@ -35,17 +35,18 @@ import { createMetrics } from './metrics.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
-import { emailRoutes } from './emails/routes.ts';
-import { contractRoutes, healthRoutes, PAGE_PATHS } from './operations.ts';
+import { emailHandlers } from './emails/routes.ts';
+import { operationRouter } from './operationRouter.ts';
+import { contractRoutes, healthHandlers, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
 import { compileRoutePatternsOnce } from './routePatterns.ts';
-import { memberList, segmentRoutes } from './segments/routes.ts';
-import { suppressionRoutes } from './suppressions/routes.ts';
-import { templateRoutes } from './templates/routes.ts';
-import { topicRoutes } from './topics/routes.ts';
+import { memberList, segmentHandlers } from './segments/routes.ts';
+import { suppressionHandlers } from './suppressions/routes.ts';
+import { templateHandlers } from './templates/routes.ts';
+import { topicHandlers } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
-import { unsubscribeForm, unsubscribeRoutes } from './unsubscribe/routes.ts';
-import { webhookRoutes } from './webhooks/routes.ts';
+import { unsubscribeForm, unsubscribeHandlers } from './unsubscribe/routes.ts';
+import { webhookHandlers } from './webhooks/routes.ts';
 
 export interface AppOptions {
   spec: OpenApiDocument;
@@ -83,20 +84,24 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
   app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
-  app.use('/health', healthRoutes(store));
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'));
-  app.use('/contacts', contactRoutes(contacts));
-  app.use(under(['/segments', '/contacts/'], segmentRoutes(store, streamContacts)));
-  app.use(under(['/topics', '/contacts/'], topicRoutes(store)));
-  app.use('/audiences', audienceRoutes(store, contacts, memberList(store, streamContacts)));
-  app.use('/broadcasts', broadcastRoutes(store));
-  app.use('/emails', emailRoutes(store, new BroadcastMail(store, links)));
-  app.use('/templates', templateRoutes(store));
-  app.use('/suppressions', suppressionRoutes(store));
-  app.use('/unsubscribe', unsubscribeRoutes(store, links.tokens));
-  app.use('/webhooks', webhookRoutes(store, config.webhooks));
-  app.use('/api-keys', apiKeyRoutes(store));
+  app.use(
+    operationRouter(spec, {
+      ...healthHandlers(store),
+      ...contacts,
+      ...segmentHandlers(store, streamContacts),
+      ...topicHandlers(store),
+      ...audienceHandlers(store, contacts, memberList(store, streamContacts)),
+      ...broadcastHandlers(store),
+      ...emailHandlers(store, new BroadcastMail(store, links)),
+      ...templateHandlers(store),
+      ...suppressionHandlers(store),
+      ...unsubscribeHandlers(store, links.tokens),
+      ...webhookHandlers(store, config.webhooks),
+      ...apiKeyHandlers(store),
+    }),
+  );
   app.use(errorHandler(spec, logger));
   return app;
 }
@@ -130,7 +135,7 @@ export function validatorParts(validator: RequestHandler[]): { routing: RequestH
 
 /**
  * A router of full paths, mounted at the root, that only requests under one of `prefixes` enter:
- * Express would otherwise try each of its routes against every request, 24 routes in all.
+ * Express would otherwise try each of its routes against every request.
  */
 function under(prefixes: readonly string[], router: RequestHandler): RequestHandler {
   return (req, res, next) => (prefixes.some((prefix) => req.url.startsWith(prefix)) ? router(req, res, next) : next());

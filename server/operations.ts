@@ -7,6 +7,7 @@ import type { OperationHandler } from './api.ts';
 import { specPath } from './contract.ts';
 import { databaseUnavailable } from './errors.ts';
 import type { Metrics } from './metrics.ts';
+import type { Handlers } from './operationRouter.ts';
 import type { Store } from './store/index.ts';
 
 const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
@@ -32,7 +33,7 @@ export function contractRoutes(metrics?: Metrics): Router {
     });
 }
 
-export function healthRoutes(store: Store): Router {
+export function healthHandlers(store: Store): Handlers {
   const getHealth: OperationHandler<'getHealth'> = async (_req, res) => {
     try {
       await store.ping();
@@ -41,5 +42,5 @@ export function healthRoutes(store: Store): Router {
     }
     res.json({ status: 'ok' });
   };
-  return Router().get('/', getHealth);
+  return { getHealth };
 }

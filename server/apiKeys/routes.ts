@@ -1,16 +1,16 @@
 // API keys: create (the token shown once), list, rename and revoke, under /api-keys. Tokens are kept
 // only as hashes (./key.ts); the last full access key cannot be revoked, so the server stays manageable.
-import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { Store } from '../store/index.ts';
 import { createKey } from './key.ts';
+import type { Handlers } from '../operationRouter.ts';
 
 const toApiKey = ({ id, name, permission, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, created_at, last_used_at });
 
-export function apiKeyRoutes(store: Store): Router {
+export function apiKeyHandlers(store: Store): Handlers {
   const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {
     const { id, key } = await createKey(store, req.body.name, req.body.permission ?? 'full_access');
     res.status(201).json({ id, token: key });
@@ -33,5 +33,5 @@ export function apiKeyRoutes(store: Store): Router {
     res.json({ object: 'api_key', id: req.params.api_key_id, deleted: true });
   };
 
-  return Router().get('/', listApiKeys).post('/', createApiKey).patch('/:api_key_id', updateApiKey).delete('/:api_key_id', deleteApiKey);
+  return { listApiKeys, createApiKey, updateApiKey, deleteApiKey };
 }

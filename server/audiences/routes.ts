@@ -2,7 +2,7 @@
 // contacts of one, which the Resend SDK still reaches through contacts.create/get/update/remove when
 // given an `audienceId`. A contact acted on through an audience must be in it.
 import { randomUUID } from 'node:crypto';
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { contactKey, newContact } from '../contacts/contact.ts';
 import type { ContactHandlers } from '../contacts/routes.ts';
@@ -12,8 +12,9 @@ import type { MemberList } from '../segments/routes.ts';
 import type { Store } from '../store/index.ts';
 import { UnknownReference } from '../store/missing.ts';
 import type { SegmentRecord } from '../store/segments.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function audienceRoutes(store: Store, contacts: ContactHandlers, listMembers: MemberList): Router {
+export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList): Handlers {
   const segments = store.segments;
 
   const createAudience: OperationHandler<'createAudience'> = async (req, res) => {
@@ -49,24 +50,27 @@ export function audienceRoutes(store: Store, contacts: ContactHandlers, listMemb
     res.status(created ? 201 : 200).json({ object: 'contact', id: record.id });
   };
 
-  /** Lets a request through to the contact operation only if the contact is in the audience. */
-  const member: RequestHandler<PathParams<'getAudienceContact'>> = async (req, _res, next) => {
-    const { audience_id } = req.params;
-    if (!(await segments.find(audience_id))) throw notFound('Audience');
-    if (!(await segments.isMember(audience_id, contactKey(req.params)))) throw notFound('Contact');
-    next();
-  };
+  /** The contact operation, answered only if the contact is in the audience. */
+  const inAudience =
+    <Op extends 'getContact' | 'updateContact' | 'deleteContact'>(operation: OperationHandler<Op>): RequestHandler<PathParams<'getAudienceContact'>> =>
+    async (req, res, next) => {
+      const { audience_id } = req.params;
+      if (!(await segments.find(audience_id))) throw notFound('Audience');
+      if (!(await segments.isMember(audience_id, contactKey(req.params)))) throw notFound('Contact');
+      return (operation as RequestHandler)(req, res, next);
+    };
 
-  return Router()
-    .post('/', createAudience)
-    .get('/', listAudiences)
-    .get('/:audience_id', getAudience)
-    .delete('/:audience_id', deleteAudience)
-    .get('/:audience_id/contacts', listAudienceContacts)
-    .post('/:audience_id/contacts', createAudienceContact)
-    .get('/:audience_id/contacts/:contact_id', member, contacts.getContact)
-    .patch('/:audience_id/contacts/:contact_id', member, contacts.updateContact)
-    .delete('/:audience_id/contacts/:contact_id', member, contacts.deleteContact);
+  return {
+    createAudience,
+    listAudiences,
+    getAudience,
+    deleteAudience,
+    listAudienceContacts,
+    createAudienceContact,
+    getAudienceContact: inAudience(contacts.getContact),
+    updateAudienceContact: inAudience(contacts.updateContact),
+    deleteAudienceContact: inAudience(contacts.deleteContact),
+  };
 }
 
 function toAudience(record: SegmentRecord): Schemas['Audience'] {

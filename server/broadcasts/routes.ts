@@ -1,6 +1,5 @@
 // Broadcasts: list, create (and send at once), retrieve, change and delete drafts, send, cancel.
 import { randomUUID } from 'node:crypto';
-import { Router } from 'express';
 import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
@@ -8,8 +7,9 @@ import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broa
 import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
 import { sendTime } from './schedule.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function broadcastRoutes(store: Store): Router {
+export function broadcastHandlers(store: Store): Handlers {
   const broadcasts = store.broadcasts;
 
   const listBroadcasts: OperationHandler<'listBroadcasts'> = async (req, res) => {
@@ -103,14 +103,7 @@ export function broadcastRoutes(store: Store): Router {
     res.json({ object: 'broadcast', id });
   };
 
-  return Router()
-    .get('/', listBroadcasts)
-    .post('/', createBroadcast)
-    .get('/:broadcast_id', getBroadcast)
-    .patch('/:broadcast_id', updateBroadcast)
-    .delete('/:broadcast_id', deleteBroadcast)
-    .post('/:broadcast_id/send', sendBroadcast)
-    .post('/:broadcast_id/cancel', cancelBroadcast);
+  return { listBroadcasts, createBroadcast, getBroadcast, updateBroadcast, deleteBroadcast, sendBroadcast, cancelBroadcast };
 }
 
 /** What the schema cannot say: the two names of the segment agree, and each address is one mailbox. */

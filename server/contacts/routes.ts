@@ -1,6 +1,5 @@
 // Contacts: list (paged or streamed whole), create (joining segments and topics), retrieve, update, delete.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import type { Cursor } from '../store/contacts.ts';
@@ -10,15 +9,6 @@ import { contactKey, newContact, toContact } from './contact.ts';
 import type { ContactStream } from './stream.ts';
 
 export type ContactHandlers = ReturnType<typeof contactHandlers>;
-
-export function contactRoutes(handlers: ContactHandlers): Router {
-  return Router()
-    .get('/', handlers.listContacts)
-    .post('/', handlers.createContact)
-    .get('/:contact_id', handlers.getContact)
-    .patch('/:contact_id', handlers.updateContact)
-    .delete('/:contact_id', handlers.deleteContact);
-}
 
 /**
  * The operations' handlers, which the legacy audience routes reuse. `validProperties` is the contract's

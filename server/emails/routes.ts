@@ -1,7 +1,7 @@
 // Emails: send one, send a batch, list them, retrieve one with its last delivery event, and its
 // events. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
 // personalized for its contact (the list shows the stored subject, so that a page costs one query).
-import { Router, type RequestHandler, type Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
@@ -13,11 +13,12 @@ import { cursorOf, listing } from '../paging.ts';
 import { composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
+import type { Handlers } from '../operationRouter.ts';
 
 /** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
 const DEFAULT_PAGE = 20;
 
-export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router {
+export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handlers {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
     const claim = res.locals.idempotency;
@@ -68,13 +69,7 @@ export function emailRoutes(store: Store, broadcastMail: BroadcastMail): Router 
     res.json(toTimeline(record, await store.events.forEmail(record.id)));
   };
 
-  return Router()
-    .get('/', listEmails)
-    .post('/', sendEmail)
-    .post('/batch', sendBatchEmails)
-    .get('/:email_id', getEmail)
-    .get('/:email_id/events', listEmailEvents)
-    .get('/:email_id/raw', getEmailRaw);
+  return { listEmails, sendEmail, sendBatchEmails, getEmail, listEmailEvents, getEmailRaw };
 }
 
 function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {

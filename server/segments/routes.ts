@@ -1,7 +1,7 @@
 // Segments (create, list, retrieve, rename, delete, list their contacts) and a contact's memberships
 // (add, remove, list), under /segments and /contacts/{contact_id}/segments.
 import { randomUUID } from 'node:crypto';
-import { Router, type Response } from 'express';
+import type { Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey, toContact } from '../contacts/contact.ts';
 import type { ContactStream } from '../contacts/stream.ts';
@@ -9,8 +9,9 @@ import { notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { JoinedSegment, SegmentRecord } from '../store/segments.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function segmentRoutes(store: Store, streamContacts: ContactStream): Router {
+export function segmentHandlers(store: Store, streamContacts: ContactStream): Handlers {
   const segments = store.segments;
   const listMembers = memberList(store, streamContacts);
 
@@ -64,16 +65,7 @@ export function segmentRoutes(store: Store, streamContacts: ContactStream): Rout
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toContactSegment) });
   };
 
-  return Router()
-    .post('/segments', createSegment)
-    .get('/segments', listSegments)
-    .get('/segments/:segment_id', getSegment)
-    .patch('/segments/:segment_id', updateSegment)
-    .delete('/segments/:segment_id', deleteSegment)
-    .get('/segments/:segment_id/contacts', listSegmentContacts)
-    .get('/contacts/:contact_id/segments', listContactSegments)
-    .post('/contacts/:contact_id/segments/:segment_id', addContactToSegment)
-    .delete('/contacts/:contact_id/segments/:segment_id', removeContactFromSegment);
+  return { createSegment, listSegments, getSegment, updateSegment, deleteSegment, listSegmentContacts, listContactSegments, addContactToSegment, removeContactFromSegment };
 }
 
 export type MemberList = ReturnType<typeof memberList>;

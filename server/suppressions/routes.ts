@@ -1,13 +1,13 @@
 // Suppressions: add (one, or up to 100), list (by origin), retrieve and delete by id or address,
 // remove in bulk. Addresses are matched without regard to case, as contacts' are.
-import { Router } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { SuppressionKey, SuppressionRecord } from '../store/suppressions.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function suppressionRoutes(store: Store): Router {
+export function suppressionHandlers(store: Store): Handlers {
   const suppressions = store.suppressions;
 
   const createSuppression: OperationHandler<'createSuppression'> = async (req, res) => {
@@ -45,13 +45,7 @@ export function suppressionRoutes(store: Store): Router {
     res.json({ data: removed.map((id) => ({ object: 'suppression', id, deleted: true })) });
   };
 
-  return Router()
-    .get('/', listSuppressions)
-    .post('/', createSuppression)
-    .post('/batch/add', addSuppressions)
-    .post('/batch/remove', removeSuppressions)
-    .get('/:suppression', getSuppression)
-    .delete('/:suppression', deleteSuppression);
+  return { listSuppressions, createSuppression, addSuppressions, removeSuppressions, getSuppression, deleteSuppression };
 }
 
 export function toSuppression(record: SuppressionRecord): Schemas['Suppression'] {

@@ -1,6 +1,5 @@
 // Templates: create a draft, change it, publish it, list, retrieve and delete them by id or alias.
 import { randomUUID } from 'node:crypto';
-import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalidMailbox, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
@@ -8,11 +7,12 @@ import { quoted } from '../quoted.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord, TemplateSummaryRecord } from '../store/templates.ts';
+import type { Handlers } from '../operationRouter.ts';
 
 /** What a publish freezes: the content sends are rendered from. */
 export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
 
-export function templateRoutes(store: Store): Router {
+export function templateHandlers(store: Store): Handlers {
   const createTemplate: OperationHandler<'createTemplate'> = async (req, res) => {
     const { name, alias, from, subject, reply_to, html, text, variables = [] } = req.body;
     checkVariables(variables);
@@ -91,13 +91,7 @@ export function templateRoutes(store: Store): Router {
     res.json({ object: 'template', id: record.id });
   };
 
-  return Router()
-    .get('/', listTemplates)
-    .post('/', createTemplate)
-    .get('/:template_id', getTemplate)
-    .patch('/:template_id', updateTemplate)
-    .delete('/:template_id', deleteTemplate)
-    .post('/:template_id/publish', publishTemplate);
+  return { listTemplates, createTemplate, getTemplate, updateTemplate, deleteTemplate, publishTemplate };
 }
 
 type Variables = Schemas['TemplateVariable'][];

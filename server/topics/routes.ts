@@ -1,15 +1,15 @@
 // Topics (create, list, retrieve, update, delete) and a contact's subscriptions to them (list, update),
 // under /topics and /contacts/{contact_id}/topics.
 import { randomUUID } from 'node:crypto';
-import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey } from '../contacts/contact.ts';
 import { invalid, notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { SubscribedTopic, TopicRecord } from '../store/topics.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function topicRoutes(store: Store): Router {
+export function topicHandlers(store: Store): Handlers {
   const topics = store.topics;
 
   const createTopic: OperationHandler<'createTopic'> = async (req, res) => {
@@ -64,14 +64,7 @@ export function topicRoutes(store: Store): Router {
     res.json({ object: 'contact_topics', id: contactId, topics: recorded });
   };
 
-  return Router()
-    .post('/topics', createTopic)
-    .get('/topics', listTopics)
-    .get('/topics/:topic_id', getTopic)
-    .patch('/topics/:topic_id', updateTopic)
-    .delete('/topics/:topic_id', deleteTopic)
-    .get('/contacts/:contact_id/topics', listContactTopics)
-    .patch('/contacts/:contact_id/topics', updateContactTopics);
+  return { createTopic, listTopics, getTopic, updateTopic, deleteTopic, listContactTopics, updateContactTopics };
 }
 
 function toTopic(record: TopicRecord): Schemas['Topic'] {

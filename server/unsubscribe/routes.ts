@@ -2,12 +2,13 @@
 // signed. GET shows a page with a button and changes nothing (link scanners and previews fetch every
 // URL in a message); POST unsubscribes at once, as RFC 8058's one-click asks of mail clients, and
 // again is harmless. A token that does not verify, or names a contact that is gone, is a 404.
-import express, { Router, type RequestHandler, type Response } from 'express';
+import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import { notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import { askPage, donePage, type Leaving } from './page.ts';
+import type { Handlers } from '../operationRouter.ts';
 
 const PAGE_HEADERS = {
   'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
@@ -23,7 +24,7 @@ const FORM_LIMIT = '16kb';
 /** The URL-encoded form parser, for these pages only (multipart ones the validator reads itself). */
 export const unsubscribeForm = (): RequestHandler => express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 });
 
-export function unsubscribeRoutes(store: Store, tokens: UnsubscribeTokens): Router {
+export function unsubscribeHandlers(store: Store, tokens: UnsubscribeTokens): Handlers {
   /** What the token names; 404 unless this server signed it. */
   const targetOf = (token: string): UnsubscribeTarget => {
     const target = tokens.verify(token);
@@ -52,5 +53,5 @@ export function unsubscribeRoutes(store: Store, tokens: UnsubscribeTokens): Rout
     send(res, donePage(await leaving(target)));
   };
 
-  return Router().get('/:token', getUnsubscribePage).post('/:token', unsubscribeOneClick);
+  return { getUnsubscribePage, unsubscribeOneClick };
 }

@@ -1,7 +1,6 @@
 // Webhooks: create, list, retrieve, update, delete, under /webhooks. What they receive, and how, is
 // the outbox worker's business (server/webhooks/dispatch.ts).
 import { randomUUID } from 'node:crypto';
-import { Router } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
@@ -9,8 +8,9 @@ import type { Store } from '../store/index.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
 import { endpointProblem } from './endpoint.ts';
 import { newSigningSecret } from './signature.ts';
+import type { Handlers } from '../operationRouter.ts';
 
-export function webhookRoutes(store: Store, options: { allowPrivate: boolean }): Router {
+export function webhookHandlers(store: Store, options: { allowPrivate: boolean }): Handlers {
   const webhooks = store.webhooks;
 
   /** Refuses an endpoint the server would not post to, naming the rule it breaks. */
@@ -72,12 +72,7 @@ export function webhookRoutes(store: Store, options: { allowPrivate: boolean }):
     res.json({ object: 'webhook', id: webhook_id, deleted: true });
   };
 
-  return Router()
-    .post('/', createWebhook)
-    .get('/', listWebhooks)
-    .get('/:webhook_id', getWebhook)
-    .patch('/:webhook_id', updateWebhook)
-    .delete('/:webhook_id', deleteWebhook);
+  return { createWebhook, listWebhooks, getWebhook, updateWebhook, deleteWebhook };
 }
 
 function toSummary(record: WebhookRecord): Schemas['WebhookSummary'] {
