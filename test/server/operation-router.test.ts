@@ -9,7 +9,8 @@ const pathOperations = Object.values(spec.paths as Record<string, Record<string,
 
 describe('operationRouter', () => {
   it('takes a handler for every operation under paths, and asks none for the webhooks the server posts', () => {
-    expect(pathOperations.length).toBeGreaterThan(70);
+    expect(pathOperations).toEqual(expect.arrayContaining(['sendEmail', 'getBroadcast', 'getHealth']));
+    expect(pathOperations).not.toContain('emailSentEvent');
     expect(() => operationRouter(spec, Object.fromEntries(pathOperations.map((id) => [id, answer])))).not.toThrow();
   });
 
