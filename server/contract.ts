@@ -89,6 +89,17 @@ export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => Vali
   return (pointer) => ajv.compile({ $ref: `${SPEC_ID}#${pointer}` });
 }
 
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/** Each operation under the contract's `paths`, with its method (its `webhooks` are posted by the server, not answered). */
+export function operationsOf(spec: OpenApiDocument): { method: string; operation: Record<string, any> }[] {
+  return Object.values(spec.paths).flatMap((item) =>
+    Object.entries(item)
+      .filter(([method]) => HTTP_METHODS.has(method))
+      .map(([method, operation]) => ({ method, operation: operation as Record<string, any> })),
+  );
+}
+
 /** Follows local `$ref`s until it reaches a node that is not a reference. */
 export function resolveRef<T = any>(spec: OpenApiDocument, node: any): T {
   while (node && typeof node.$ref === 'string') {

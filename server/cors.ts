@@ -4,7 +4,7 @@
 // parameters it declares, and the response headers it declares (rate limits, Retry-After).
 import cors from 'cors';
 import type { RequestHandler } from 'express';
-import type { OpenApiDocument } from './contract.ts';
+import { operationsOf, type OpenApiDocument } from './contract.ts';
 
 /** Sent by every client besides the contract's own header parameters: the key, the JSON body, the SDK's name. */
 const BASE_REQUEST_HEADERS = ['Authorization', 'Content-Type', 'User-Agent', 'x-request-id'];
@@ -73,13 +73,9 @@ export function contractSurface(spec: OpenApiDocument): { methods: string[]; req
     }
   };
   const document = spec as unknown as { paths?: Record<string, Record<string, unknown>>; components?: { parameters?: unknown; responses?: unknown } };
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const method of Object.keys(item)) if (HTTP_METHODS.has(method)) methods.add(method.toUpperCase());
-    visit(item);
-  }
+  for (const { method } of operationsOf(spec)) methods.add(method.toUpperCase());
+  for (const item of Object.values(document.paths ?? {})) visit(item);
   visit(document.components?.parameters);
   visit(document.components?.responses);
   return { methods: [...methods].sort(), requestHeaders: [...requestHeaders].sort(), responseHeaders: [...responseHeaders].sort() };
 }
-
-const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);

@@ -52,12 +52,12 @@ export function audienceHandlers(store: Store, contacts: ContactHandlers, listMe
 
   /** The contact operation, answered only if the contact is in the audience. */
   const inAudience =
-    <Op extends 'getContact' | 'updateContact' | 'deleteContact'>(operation: OperationHandler<Op>): RequestHandler<PathParams<'getAudienceContact'>> =>
+    (operation: RequestHandler<any, any, any, any>): RequestHandler<PathParams<'getAudienceContact'>> =>
     async (req, res, next) => {
       const { audience_id } = req.params;
       if (!(await segments.find(audience_id))) throw notFound('Audience');
       if (!(await segments.isMember(audience_id, contactKey(req.params)))) throw notFound('Contact');
-      return (operation as RequestHandler)(req, res, next);
+      return operation(req, res, next);
     };
 
   return {

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import { resolveRef, type OpenApiDocument } from '../contract.ts';
+import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from '../errors.ts';
 import type { HeldClaim } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
@@ -42,11 +42,9 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
   const { minLength, maxLength } = resolveRef(spec, parameter.schema);
   // The operations that declare the header, read from the contract.
   const idempotent = new Set(
-    Object.values(spec.paths).flatMap((item) =>
-      Object.values(item as Record<string, any>)
-        .filter((op) => op?.parameters?.some((p: { $ref?: string }) => p.$ref === `#${PARAMETER}`))
-        .map((op) => op.operationId),
-    ),
+    operationsOf(spec)
+      .filter(({ operation }) => operation.parameters?.some((p: { $ref?: string }) => p.$ref === `#${PARAMETER}`))
+      .map(({ operation }) => operation.operationId),
   );
 
   return async (req, res, next) => {
