@@ -79,7 +79,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(routing);
   app.use(checkResponse);
   app.use(authenticate(spec, store));
-  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger));
+  if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally));
   app.use(authorize(spec));
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
   app.use(checkRequest, refuseUnstorableText);

@@ -1,6 +1,7 @@
 // Prometheus metrics (GET /metrics, METRICS=off turns it off): requests by operation and status with
-// their durations, requests refused for what they carried, the outbox and delivery outcomes, the
-// PostgreSQL pool, and the process's own (prom-client's default metrics).
+// their durations, requests refused for what they carried, requests the rate limit counted in this
+// process alone, the outbox and delivery outcomes, the PostgreSQL pool, and the process's own
+// (prom-client's default metrics).
 //
 // Outbox and delivery figures are read from the database at scrape time rather than counted in memory:
 // delivery workers run in a thread (npm start) or in processes of their own (npm run worker), whose
@@ -22,6 +23,8 @@ export interface Metrics {
   observe: RequestHandler;
   /** Answers GET /metrics. */
   scrape: RequestHandler;
+  /** Counts a request the rate limit counted in this process because the shared counters did not answer. */
+  countedLocally: () => void;
 }
 
 /** The process's default metrics: registered once, however many apps one process creates (tests do). */
@@ -51,6 +54,11 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
   // Counters whose count the database keeps (emails are never deleted, and attempts only grow).
   const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Deliveries finished, by outcome (sent to a relay, delivered, failed, bounced, suppressed), by every worker.', labelNames: ['outcome'], registers });
   const attempts = new Counter({ name: 'mailroom_delivery_attempts_total', help: 'Delivery tries made by every worker, failed ones included.', registers });
+  const localCounts = new Counter({
+    name: 'mailroom_rate_limit_local_counts_total',
+    help: 'Requests this process rate-limited by its own count because the counters shared in PostgreSQL did not answer in time: while it grows, each process enforces the limit alone.',
+    registers,
+  });
   const databaseUp = new Gauge({ name: 'mailroom_database_up', help: '1 when the outbox could be read at this scrape, 0 when the database did not answer.', registers });
   const usage = store.database.poolUsage;
   if (usage) {
@@ -105,5 +113,5 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
     res.type(registry.contentType).send(await registry.metrics());
   };
 
-  return { observe, scrape };
+  return { observe, scrape, countedLocally: () => localCounts.inc() };
 }

@@ -7,7 +7,7 @@
 //
 // When the shared counters cannot be reached in time, requests are not refused or held for that
 // alone: they are counted by this process instead (a log line says so, at most once a minute), so the
-// limit still holds per process until the database answers again.
+// limit still holds per process until the database answers again. Metrics count such requests.
 import type { RequestHandler } from 'express';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -25,7 +25,7 @@ interface Standing {
 const SHARED_TIMEOUT_MS = 500;
 const LOG_EVERY_MS = 60_000;
 
-export function rateLimit(perSecond: number, store: Store, logger: Logger): RequestHandler {
+export function rateLimit(perSecond: number, store: Store, logger: Logger, countedLocally: () => void = () => {}): RequestHandler {
   const options = { points: perSecond, duration: 1, keyPrefix: 'api_key' };
   const local = new RateLimiterMemory(options);
   const shared =
@@ -63,6 +63,7 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger): Requ
     try {
       return await Promise.race([count(shared, key), late]);
     } catch (err) {
+      countedLocally();
       if (performance.now() - loggedAt >= LOG_EVERY_MS) {
         loggedAt = performance.now();
         logger.warn({ err }, 'rate limit counters in the database are unavailable; counting in this process');

@@ -42,6 +42,8 @@ async function inOneWindow<T>(send: () => Promise<T>[]): Promise<T[]> {
 }
 
 const header = (answer: Answer, name: string) => answer.headers.get(name);
+/** How many requests the server at `url` has rate-limited by its own count, the shared counters being late. */
+const localCounts = async (url: string) => Number(/^mailroom_rate_limit_local_counts_total (\d+)$/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1]);
 const allowed = (answers: Answer[]) => answers.filter((a) => a.status === 200);
 
 describe.each(backends)('rate limiting on %s', (backend) => {
@@ -117,6 +119,7 @@ describe.each(backends)('rate limiting on %s', (backend) => {
       const held = await contacts(TEST_KEY, AbortSignal.timeout(20_000)); // bounded, so that a hang fails cleanly
       expect(held.status).toBe(200);
       expect(header(held, 'ratelimit-remaining')).toBe(String(LIMIT - 1));
+      expect(await localCounts(server.url)).toBeGreaterThanOrEqual(1);
       await session.query('rollback');
 
       await session.query('alter table rate_limits rename to rate_limits_away');
@@ -139,7 +142,7 @@ describe.runIf(backends.includes('postgres'))('rate limiting: one limit shared b
   const urls: string[] = [];
 
   function start(): Promise<string> {
-    const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: schema.url, PORT: '0', MAILROOM_API_KEY: TEST_KEY, DELIVERY_WORKER: 'off', RATE_LIMIT_PER_SECOND: String(PER_SECOND), LOG_LEVEL: 'info' };
+    const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: schema.url, PORT: '0', MAILROOM_API_KEY: TEST_KEY, DELIVERY_WORKER: 'off', RATE_LIMIT_PER_SECOND: String(PER_SECOND), LOG_LEVEL: 'info', METRICS: 'on' };
     const child = spawn(process.execPath, ['build/main.js'], { cwd: new URL('../..', import.meta.url).pathname, env, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
     return new Promise((resolve, reject) => {
@@ -165,14 +168,24 @@ describe.runIf(backends.includes('postgres'))('rate limiting: one limit shared b
 
   it(`together allow ${PER_SECOND} requests per window to one key`, { timeout: 120_000 }, async () => {
     const counts: number[] = [];
+    const countedApart = () => Promise.all(urls.map(localCounts)).then((each) => each.reduce((sum, n) => sum + n, 0));
+    let late = 0;
     for (let round = 0; round < 3; round++) {
+      const before = await countedApart();
       // 25 requests to each process at once: 50 in one window, of which the limit must let 10 through.
       const answers = await inOneWindow(() => urls.flatMap((url) => Array.from({ length: 25 }, () => get(`${url}/contacts?limit=1`, TEST_KEY))));
       expect(answers.filter((a) => a.status !== 200 && a.status !== 429)).toEqual([]);
+      // A request the database did not count within 0.5 s (a busy machine) was counted by its process
+      // alone, as designed: such a burst proves nothing about the shared limit and is sent again.
+      if ((await countedApart()) > before) {
+        expect(++late, 'bursts counted apart, the database being late').toBeLessThan(5);
+        round--;
+        continue;
+      }
       counts.push(allowed(answers).length);
       expect(allowed(answers).map((a) => header(a, 'ratelimit-remaining')).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: PER_SECOND }, (_, i) => String(i)));
     }
-    console.log(`shared rate limit: allowed per window of 50 requests over two processes: ${counts.join(', ')} (limit ${PER_SECOND})`);
+    console.log(`shared rate limit: allowed per window of 50 requests over two processes: ${counts.join(', ')} (limit ${PER_SECOND}); ${late} burst(s) sent again, counted apart`);
     expect(counts).toEqual([PER_SECOND, PER_SECOND, PER_SECOND]);
   });
 });
