@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type express from 'express';
 import { pino, type Logger } from 'pino';
 import { ensureKey } from './apiKeys/key.ts';
+import { answerClientErrors } from './clientErrors.ts';
 import { createApp } from './app.ts';
 import type { UnsubscribeLinks } from './broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
@@ -98,6 +99,7 @@ function listen(app: express.Express, config: Config): Promise<Server> {
     },
     app,
   );
+  answerClientErrors(server, { headersMs: headersTimeout, requestMs: config.requestTimeoutMs });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { errorAnswer, rawExchange } from './faults.ts';
 
 const WRONG_SHAPE = '00000000-0000-4000-8000-00000000bad0';
 const THROWS = '00000000-0000-4000-8000-00000000dead';
@@ -103,6 +104,14 @@ describe.each(backends)('errors on %s', (backend) => {
     it('answers 422 invalid_parameter, naming the fault, for a path whose percent-encoding is broken', async () => {
       for (const path of ['/contacts/%ZZ', '/suppressions/a%E0%A4%A', '/emails/%']) {
         expect(await call(path)).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The path is not percent-encoded correctly (a % must be followed by two hexadecimal digits, encoding UTF-8).' }, headers: expect.anything() });
+      }
+    });
+
+    it('answers requests Node cannot parse in the error format too: 431 over its header limit, 400 when malformed', async () => {
+      const longUrl = `GET /contacts?after=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+      expect(errorAnswer(await rawExchange(server.url, longUrl))).toEqual({ status: 431, body: { statusCode: 431, name: 'payload_too_large', message: 'The request line and headers come to more than 16 KB, which is more than the server reads.' } });
+      for (const malformed of ['HELLO\r\n\r\n', 'GET /health HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n', 'POST /contacts HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n']) {
+        expect(errorAnswer(await rawExchange(server.url, malformed)), JSON.stringify(malformed)).toEqual({ status: 400, body: errorBody(400, 'validation_error') });
       }
     });
 

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import pg from 'pg';
+import { expect } from 'vitest';
 import type { Kysely } from 'kysely';
 import type { ContactRecord } from '../../server/store/contacts.ts';
 import type { Tables } from '../../server/store/database.ts';
@@ -134,6 +135,27 @@ export function closedByServer(socket: Socket): Promise<{ received: string }> {
     if (socket.destroyed) resolve({ received });
     socket.on('close', () => resolve({ received }));
   });
+}
+
+/** A raw connection on which `sent` is written; resolves with what the server said once it closed it. */
+export function rawExchange(url: string, sent: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    let received = '';
+    const socket = connect(Number(port), hostname, () => socket.write(sent));
+    socket.on('data', (chunk) => (received += chunk));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+  });
+}
+
+/** The status and JSON body of a raw HTTP/1.1 answer with a Content-Length, as `rawExchange` returns it. */
+export function errorAnswer(said: string): { status: number; body: unknown } {
+  const [head, body] = said.split('\r\n\r\n', 2) as [string, string];
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1]);
+  expect(head).toMatch(/\r\ncontent-type: application\/json/i);
+  expect(Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1])).toBe(Buffer.byteLength(body));
+  return { status, body: JSON.parse(body) };
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
