@@ -108,6 +108,8 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter ${quoted(field)}.`);
   if (item.message.startsWith('Empty value found')) return invalid(`The \`${field}\` must not be empty: give it a value, or leave it out.`, name);
+  // The query parser turns a repeated parameter into a list, which a parameter that is no list refuses by its type.
+  if (location === 'query' && keyword === 'type' && Array.isArray(req.query[field])) return invalid(`The \`${field}\` is given more than once; give it once.`, name);
   if (item.message.includes('must be url encoded')) return invalid(`The \`${field}\` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=).`, name);
   if (keyword === 'required') {
     const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.required?.includes(field)) : undefined;

@@ -233,6 +233,13 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('GET', '/emails?last_event=sent+x')).toEqual(refusal("The `last_event` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=)."));
     });
 
+    it('names a query parameter given twice, rather than calling the pair a wrong type', async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      expect(await call('GET', '/contacts?limit=1&limit=2')).toEqual(refusal('The `limit` is given more than once; give it once.'));
+      expect(await call('GET', '/emails?last_event=sent&last_event=queued')).toEqual(refusal('The `last_event` is given more than once; give it once.'));
+      expect(await call('GET', '/contacts?limit=x')).toEqual(refusal('The `limit` must be an integer.'));
+    });
+
     it('names the field a template excludes, as a batch does', async () => {
       const send = { from: 'a@example.com', to: 'b@example.com', subject: 'Hi', template: { id: randomUUID() } };
       const message = 'The field `html` cannot be combined with `template`.';
