@@ -61,15 +61,16 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
   if (err instanceof NotFound) return notFound(err.what);
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isUnavailable(err)) return databaseUnavailable();
-  const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number };
+  const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {
     case 'entity.parse.failed':
       return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
     case 'entity.too.large':
       return new ApiError(413, 'payload_too_large', `The body is larger than ${e.limit} bytes.`);
-    case 'encoding.unsupported':
+    case 'encoding.unsupported': // a Content-Encoding other than gzip, deflate, br or identity
+      return new ApiError(415, 'unsupported_media_type', `The body's Content-Encoding, ${quoted(e.encoding ?? '')}, is not supported: send it as is, or with gzip, deflate or br.`);
     case 'charset.unsupported':
-      return new ApiError(415, 'unsupported_media_type', e.message);
+      return new ApiError(415, 'unsupported_media_type', `The body must be JSON in UTF-8 or UTF-16, not ${quoted(e.charset ?? '')}.`);
   }
   // body-parser passes zlib's error on, as a 400, for a JSON body its Content-Encoding does not describe.
   const encoding = req.get('content-encoding');

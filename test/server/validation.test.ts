@@ -256,5 +256,13 @@ describe.each(backends)('validation on %s', (backend) => {
       const gzipped = await server.request('/contacts', { method: 'POST', headers: { ...json, 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ email: 'zipped@example.com' })) });
       expect(gzipped.status).toBe(201);
     });
+
+    it('answers 415 naming the Content-Encoding or charset it cannot read', async () => {
+      const refusal = (message: string) => ({ status: 415, body: { statusCode: 415, name: 'unsupported_media_type', message } });
+      expect(await call('POST', '/contacts', { email: 'packed@example.com' }, { 'content-encoding': 'compress' })).toEqual(
+        refusal('The body\'s Content-Encoding, `compress`, is not supported: send it as is, or with gzip, deflate or br.'),
+      );
+      expect(await call('POST', '/contacts', { email: 'latin@example.com' }, { 'content-type': 'application/json; charset=latin1' })).toEqual(refusal('The body must be JSON in UTF-8 or UTF-16, not `latin1`.'));
+    });
   });
 });
