@@ -1,4 +1,4 @@
-// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded) → the validator's
+// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded) → HEAD taken as GET → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
 // → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → the matched operation's handler (server/operationRouter.ts) → one error handler (twice: see server/errors.ts).
@@ -76,6 +76,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use('/unsubscribe', unsubscribeForm());
   compileRoutePatternsOnce();
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
+  app.use(headAsGet);
   app.use(routing);
   app.use(checkResponse);
   app.use(authenticate(spec, store));
@@ -141,15 +142,26 @@ function under(prefixes: readonly string[], router: RequestHandler): RequestHand
   return (req, res, next) => (prefixes.some((prefix) => req.url.startsWith(prefix)) ? router(req, res, next) : next());
 }
 
+/**
+ * A HEAD request is answered as its GET would be, without the body (Node leaves it out for a HEAD
+ * however the request is handled), as HTTP asks of a server: uptime checks and load balancers send HEAD.
+ * The contract declares GETs only, so the validator matches and checks it as the GET.
+ */
+const headAsGet: RequestHandler = (req, _res, next) => {
+  if (req.method === 'HEAD') req.method = 'GET';
+  next();
+};
+
 /** One JSON log line per request, tied to its x-request-id, which error logs repeat. */
 function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
+    const { method } = req; // as it came: HEAD is answered as GET (headAsGet)
     const reqId = req.get('x-request-id') || randomUUID();
     const started = performance.now();
     res.locals.reqId = reqId;
     res.setHeader('x-request-id', reqId);
     res.on('finish', () => {
-      logger.info({ reqId, method: req.method, url: withoutToken(req.originalUrl), status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info({ reqId, method, url: withoutToken(req.originalUrl), status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
     });
     next();
   };

@@ -86,7 +86,8 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     case 404:
       return new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`);
     case 405: {
-      const allow = (e.headers?.Allow ?? '').split(/,\s*/).filter(Boolean).map((m) => m.toUpperCase()).join(', ');
+      const methods = (e.headers?.Allow ?? '').split(/,\s*/).filter(Boolean).map((m) => m.toUpperCase());
+      const allow = (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '); // HEAD is answered as GET
       return new ApiError(405, 'method_not_allowed', `Method ${req.method} is not allowed on ${req.path}; use ${allow}.`, { Allow: allow });
     }
     case 413:

@@ -86,9 +86,10 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
 
   const observe: RequestHandler = (req, res, next) => {
     const stop = requests.startTimer();
+    const { method } = req; // as it came: HEAD is answered as GET
     res.on('finish', () => {
       const operation = operationOf(req);
-      stop({ operation, method: req.method, status: res.statusCode });
+      stop({ operation, method, status: res.statusCode });
       if (REFUSED_FOR_CONTENT.has(res.statusCode)) refused.inc({ operation, status: res.statusCode });
     });
     next();

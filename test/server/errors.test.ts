@@ -94,7 +94,25 @@ describe.each(backends)('errors on %s', (backend) => {
     it('answers 405 method_not_allowed with Allow for a method the path lacks', async () => {
       const res = await call('/contacts', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(res).toMatchObject({ status: 405, body: errorBody(405, 'method_not_allowed') });
-      expect(res.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'POST']);
+      expect(res.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'HEAD', 'POST']);
+    });
+
+    it('answers HEAD as the GET would be answered, without the body, and logs it as HEAD', async () => {
+      for (const path of ['/health', '/contacts?limit=2']) {
+        const get = await server.request(path);
+        const head = await server.request(path, { method: 'HEAD', headers: { 'x-request-id': `head ${path}` } });
+        expect({ status: head.status, type: head.headers.get('content-type'), length: head.headers.get('content-length'), body: await head.text() }).toEqual({
+          status: 200,
+          type: get.headers.get('content-type'),
+          length: String(Buffer.byteLength(await get.text())),
+          body: '',
+        });
+        await new Promise((r) => setTimeout(r, 20));
+        expect(server.logs).toContainEqual(expect.objectContaining({ reqId: `head ${path}`, method: 'HEAD', status: 200 }));
+      }
+      const unknown = await fetch(`${server.url}/contacts?limit=1`, { method: 'HEAD' });
+      expect(unknown.status).toBe(401);
+      expect((await server.request('/emails/batch', { method: 'HEAD' })).status).toBe(405);
     });
 
     it('answers 422 for an unknown query parameter', async () => {
