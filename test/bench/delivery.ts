@@ -8,6 +8,7 @@
 // one enabled webhook subscribed to every email event type, posting to a receiver on 127.0.0.1 that
 // answers 200 at once; the two alternate, and the medians are compared. Run by `npm run bench`.
 import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { EventType } from '../../server/store/database.ts';
 import type { Store } from '../../server/store/index.ts';
 import { startCountingReceiver, type CountingReceiver } from '../support/receiver.ts';
@@ -16,7 +17,7 @@ type Target = { child: ChildProcess; url: string; first: any; ask: (message: str
 
 export interface DeliveryBench {
   /** The Mailroom server accepting the emails; it must allow webhooks on private addresses. */
-  api: { url: string; key: string };
+  api: { url: string; key: string; pid: number };
   /** The store the server and the worker use, read to tell when outcomes are recorded. */
   store: Store;
   startTarget: (kind: 'sink' | 'deliver' | 'nodemailer', env?: Record<string, string>) => Promise<Target>;
@@ -35,7 +36,36 @@ const RATIO_TARGET = 0.9;
 const TRANSPORT_TARGET = { small: 0.8, large: 0.5 };
 const DEADLINE_MS = 180_000;
 
+/** CPU time a process has used, user and system, in ms (from /proc; 0 once it is gone). */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+const CLOCK_TICKS = 100;
+
+/** CPU time of every PostgreSQL process on this machine, in ms: the bench's database is on 127.0.0.1. */
+function databaseCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ms;
+}
+
+/** Where a run's CPU went, in ms: the delivery workers, the server (the webhook outbox), the SMTP sink, PostgreSQL, and this process (its receiver and polling). */
+type Cpu = Record<'worker' | 'server' | 'sink' | 'postgres' | 'bench', number>;
+
 interface Run {
+  cpu: Cpu;
   seconds: number;
   /** From the first message at the sink to the last outcome recorded: the worker's start left out. */
   steady: number;
@@ -93,6 +123,14 @@ async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, ht
     await accept(bench, total, html);
     const received = async () => (await sink.ask('stats')).received as number;
     const before = await received();
+    const cpuAt = { server: cpuMs(bench.api.pid), sink: cpuMs(sink.child.pid!), postgres: databaseCpuMs(), bench: process.cpuUsage() };
+    const cpuSince = (workers: number): Cpu => ({
+      worker: workers,
+      server: cpuMs(bench.api.pid) - cpuAt.server,
+      sink: cpuMs(sink.child.pid!) - cpuAt.sink,
+      postgres: databaseCpuMs() - cpuAt.postgres,
+      bench: ((usage) => (usage.user + usage.system) / 1000)(process.cpuUsage(cpuAt.bench)),
+    });
     const started = performance.now();
     // One process per delivery thread: `npm start` with DELIVERY_THREADS runs that many.
     const delivering = await Promise.all(Array.from({ length: bench.threads }, () => bench.startTarget('deliver', { SMTP_URL: sink.url })));
@@ -107,14 +145,15 @@ async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, ht
       await waitFor('every outcome to be recorded', async () => (await unrecorded(bench.store)) === 0);
       const seconds = (performance.now() - started) / 1000;
       const steady = (performance.now() - firstAt) / 1000;
-      if (!receiver || !webhookId) return { seconds, steady };
+      const workers = () => delivering.reduce((ms, deliver) => ms + cpuMs(deliver.child.pid!), 0);
+      if (!receiver || !webhookId) return { cpu: cpuSince(workers()), seconds, steady };
       // Every event is recorded with its deliveries, so what is owed is known once the outcomes are.
       const owed = await deliveriesOf(bench.store, webhookId);
       const startedAt = Date.now() - (performance.now() - started);
       await waitFor('every webhook delivery to land', () => receiver.ids.size >= owed);
       const lastSeconds = (receiver.lastAt() - startedAt) / 1000;
       await waitFor('every webhook outcome to be recorded', async () => (await deliveriesOf(bench.store, webhookId, 'delivered')) >= owed);
-      return { seconds, steady, hooks: { owed, lastSeconds } };
+      return { cpu: cpuSince(workers()), seconds, steady, hooks: { owed, lastSeconds } };
     } finally {
       await Promise.all(
         delivering.map((deliver) => {
@@ -187,6 +226,10 @@ export async function benchDelivery(bench: DeliveryBench): Promise<void> {
       );
       const each = (list: Run[]) => list.map((r) => r.seconds.toFixed(2)).join(', ');
       console.log(`  runs: no webhook ${each(without)}s; one webhook on ${each(withHooks)}s`);
+      // Where the CPU went, per email: what a webhook adds, and on which side (the bench's receiver is not Mailroom's).
+      const cpuOf = (list: Run[]) => (Object.keys(list[0]!.cpu) as (keyof Cpu)[]).map((part) => [part, median(list.map((r) => r.cpu[part])) / total] as const);
+      const cpuLine = (list: Run[]) => cpuOf(list).map(([part, ms]) => `${part} ${(ms * 1000).toFixed(0)}`).join(', ');
+      console.log(`  CPU µs an email, medians: no webhook: ${cpuLine(without)}; one webhook on: ${cpuLine(withHooks)} (the machine has 2 cores)`);
       console.log(
         `  with / without: ${(ratio * 100).toFixed(1)}% (${ratio >= RATIO_TARGET ? 'meets' : 'SHORT of'} the ${RATIO_TARGET * 100}% target); ` +
           `${((steadyOff / steadyOn) * 100).toFixed(1)}% from the first message`,

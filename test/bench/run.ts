@@ -184,7 +184,7 @@ async function benchDatabase(database: string): Promise<void> {
   if (wanted('delivery')) {
     const store = await openStore(storeOptions());
     try {
-      await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY }, store, startTarget, rounds: DELIVERY_ROUNDS, threads: Number(process.env.BENCH_DELIVERY_THREADS ?? 1) });
+      await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY, pid: mailroom.child.pid! }, store, startTarget, rounds: DELIVERY_ROUNDS, threads: Number(process.env.BENCH_DELIVERY_THREADS ?? 1) });
     } finally {
       await store.close();
     }
