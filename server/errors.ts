@@ -157,6 +157,11 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     case 'oneOf':
       if (schema?.description) return invalid(`The \`${field}\` must be ${lowerFirst(schema.description)}`, name);
       break;
+    case 'pattern': {
+      const meaning = patternMeanings(spec).get(item.message.match(/^must match pattern "(.*)"$/s)?.[1] ?? '');
+      if (meaning) return invalid(`The \`${field}\` must be ${meaning}.`, name);
+      break;
+    }
   }
   return invalid(`The \`${field}\` ${item.message}.`, name);
 }
@@ -193,7 +198,9 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   if (union?.parentSchema?.description) return `The \`${field(union.instancePath)}\` must be ${lowerFirst(union.parentSchema.description)}`;
   const first = errors[0]!;
   const type = first.keyword === 'type' ? TYPE_NAMES[String(first.params.type)] : undefined;
-  return `The \`${field(first.instancePath) || 'email'}\` ${type ? `must be ${type}` : first.message}.`;
+  const meaning: unknown = first.keyword === 'pattern' ? first.parentSchema?.[PATTERN_MEANING] : undefined;
+  const must = type ?? (typeof meaning === 'string' ? meaning : undefined);
+  return `The \`${field(first.instancePath) || 'email'}\` ${must ? `must be ${must}` : first.message}.`;
 }
 
 /** The media types the operation's request body may have, as a message names them. */
@@ -225,6 +232,26 @@ function parameterSchema(req: Request, spec: OpenApiDocument, name: string): any
   const parameters = [...(item?.parameters ?? []), ...(item?.[req.method.toLowerCase()]?.parameters ?? [])].map((p) => resolveRef(spec, p));
   const parameter = parameters.find((p) => p.name.toLowerCase() === name.toLowerCase());
   return parameter ? { ...resolveRef(spec, parameter.schema), description: parameter.description } : undefined;
+}
+
+/** The contract gives a pattern's meaning in words beside it, for refusals: "The `subject` must be <meaning>." */
+const PATTERN_MEANING = 'x-pattern-meaning';
+const meaningsBySpec = new WeakMap<OpenApiDocument, Map<string, string>>();
+
+/** Every pattern in the contract that has its meaning beside it, by pattern. */
+function patternMeanings(spec: OpenApiDocument): Map<string, string> {
+  let meanings = meaningsBySpec.get(spec);
+  if (meanings) return meanings;
+  meanings = new Map();
+  const walk = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null) return;
+    const schema = node as Record<string, unknown>;
+    if (typeof schema.pattern === 'string' && typeof schema[PATTERN_MEANING] === 'string') meanings!.set(schema.pattern, schema[PATTERN_MEANING]);
+    for (const value of Object.values(schema)) walk(value);
+  };
+  walk(spec);
+  meaningsBySpec.set(spec, meanings);
+  return meanings;
 }
 
 const TYPE_NAMES: Record<string, string> = {

@@ -88,10 +88,10 @@ describe.each(backends)('message safety on %s', (backend) => {
       for (const subject of ['Hi\r\nBcc: h1@evil.test', 'Hi\nthere', 'Hi\u0000', 'Hi\u001b[0m']) {
         const { status, body } = await post('/emails', email({ subject }));
         expect(status).toBe(422);
-        expect(body.message).toMatch(/^The `subject` must match pattern/);
+        expect(body.message).toBe('The `subject` must be one line, with no control character but tab.');
       }
       const header = await post('/emails', email({ headers: { 'X-Note': 'a\u0000b' } }));
-      expect(header.body.message).toMatch(/^The `headers.X-Note` must match pattern/);
+      expect(header.body.message).toBe('The `headers.X-Note` must be one line, with no control character but tab.');
       expect((await post('/emails', email({ subject: 'Tab\tis fine' }))).status).toBe(200);
     });
 

@@ -43,7 +43,7 @@ describe.each(backends)('sending on %s', (backend) => {
       [{ scheduled_at: 'in 1 hour' }, 'The field `scheduled_at` is not supported.'],
       [{ to: Array.from({ length: 51 }, (_, i) => `u${i}@example.com`) }, 'The `to` must be one address, or up to 50 of them.'],
       [{ from: 'not an address' }, 'Invalid `from` address `not an address`: use `address@domain` or `Display Name <address@domain>`.'],
-      [{ headers: { 'X-Inject': 'a\r\nBcc: victim@example.com' } }, 'The `headers.X-Inject` must match pattern "^[^\\x00-\\x08\\x0A-\\x1F\\x7F]*$".'],
+      [{ headers: { 'X-Inject': 'a\r\nBcc: victim@example.com' } }, 'The `headers.X-Inject` must be one line, with no control character but tab.'],
       [{ template: { id: 'welcome' } }, 'The field `html` cannot be combined with `template`.'],
       [{ subject: undefined }, 'Missing `subject` field.'],
     ])('names what is wrong with %j', async (change, message) => {

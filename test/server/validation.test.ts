@@ -233,6 +233,20 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('GET', '/emails?last_event=sent+x')).toEqual(refusal("The `last_event` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=)."));
     });
 
+    it('says what a pattern means, in the words the contract gives beside it, rather than the regular expression', async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      const send = { from: 'a@example.com', to: 'b@example.com', subject: 'Hi', text: 'Hi' };
+      expect(await call('POST', '/emails', { ...send, subject: 'Hi\nBcc: x@example.com' })).toEqual(refusal('The `subject` must be one line, with no control character but tab.'));
+      expect(await call('POST', '/emails', { ...send, from: 'A\r\nB <a@example.com>' })).toEqual(refusal('The `from` must be free of control characters, line breaks included.'));
+      expect(await call('POST', '/emails', { ...send, tags: [{ name: 'a b', value: 'c' }] })).toEqual(refusal('The `tags.0.name` must be 1 to 256 ASCII letters, digits, underscores or dashes.'));
+      expect(await call('POST', '/emails/batch', [{ ...send, subject: 'Hi\n' }])).toEqual(refusal('emails[0]: The `subject` must be one line, with no control character but tab.'));
+      expect(await call('POST', '/webhooks', { endpoint: 'ftp://example.com/x', events: ['email.sent'] })).toEqual(refusal('The `endpoint` must be an http:// or https:// URL.'));
+      const { body: template } = await call('POST', '/templates', { name: 'patterned', html: '<p>Hi</p>' });
+      const alias = 'The `alias` must be 1 to 64 lower-case ASCII letters, digits, underscores or dashes, starting with a letter or digit.';
+      expect(await call('POST', '/templates', { name: 'patterned', html: '<p>Hi</p>', alias: 'Not An Alias' })).toEqual(refusal(alias));
+      expect(await call('PATCH', `/templates/${template.id}`, { alias: '-no' })).toEqual(refusal(alias));
+    });
+
     it('names a query parameter given twice, rather than calling the pair a wrong type', async () => {
       const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
       expect(await call('GET', '/contacts?limit=1&limit=2')).toEqual(refusal('The `limit` is given more than once; give it once.'));
