@@ -74,6 +74,7 @@ export function contractSurface(spec: OpenApiDocument): { methods: string[]; req
   };
   const document = spec as unknown as { paths?: Record<string, Record<string, unknown>>; components?: { parameters?: unknown; responses?: unknown } };
   for (const { method } of operationsOf(spec)) methods.add(method.toUpperCase());
+  if (methods.has('GET')) methods.add('HEAD'); // answered as GET (server/app.ts)
   for (const item of Object.values(document.paths ?? {})) visit(item);
   visit(document.components?.parameters);
   visit(document.components?.responses);

@@ -29,7 +29,7 @@ describe.each(backends)('CORS on %s', (backend) => {
       const res = await preflight(server, PAGE);
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe(PAGE);
-      expect(list(res.headers.get('access-control-allow-methods'))).toEqual(expect.arrayContaining(['get', 'post', 'patch', 'delete']));
+      expect(list(res.headers.get('access-control-allow-methods'))).toEqual(expect.arrayContaining(['get', 'head', 'post', 'patch', 'delete']));
       expect(list(res.headers.get('access-control-allow-headers'))).toEqual(
         expect.arrayContaining(['authorization', 'content-type', 'idempotency-key', 'x-batch-validation', 'user-agent']),
       );
