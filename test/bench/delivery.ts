@@ -9,6 +9,7 @@
 // answers 200 at once; the two alternate, and the medians are compared. Run by `npm run bench`.
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import type { EventType } from '../../server/store/database.ts';
 import type { Store } from '../../server/store/index.ts';
 import { startCountingReceiver, type CountingReceiver } from '../support/receiver.ts';
@@ -45,6 +46,7 @@ function cpuMs(pid: number): number {
     return 0;
   }
 }
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times. */
 const CLOCK_TICKS = 100;
 
 /** CPU time of every PostgreSQL process on this machine, in ms: the bench's database is on 127.0.0.1. */
@@ -229,7 +231,7 @@ export async function benchDelivery(bench: DeliveryBench): Promise<void> {
       // Where the CPU went, per email: what a webhook adds, and on which side (the bench's receiver is not Mailroom's).
       const cpuOf = (list: Run[]) => (Object.keys(list[0]!.cpu) as (keyof Cpu)[]).map((part) => [part, median(list.map((r) => r.cpu[part])) / total] as const);
       const cpuLine = (list: Run[]) => cpuOf(list).map(([part, ms]) => `${part} ${(ms * 1000).toFixed(0)}`).join(', ');
-      console.log(`  CPU µs an email, medians: no webhook: ${cpuLine(without)}; one webhook on: ${cpuLine(withHooks)} (the machine has 2 cores)`);
+      console.log(`  CPU µs an email, medians: no webhook: ${cpuLine(without)}; one webhook on: ${cpuLine(withHooks)} (${availableParallelism()} cores on this machine, shared by all of them)`);
       console.log(
         `  with / without: ${(ratio * 100).toFixed(1)}% (${ratio >= RATIO_TARGET ? 'meets' : 'SHORT of'} the ${RATIO_TARGET * 100}% target); ` +
           `${((steadyOff / steadyOn) * 100).toFixed(1)}% from the first message`,
