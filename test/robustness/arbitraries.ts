@@ -14,6 +14,7 @@ const KNOWN = new Set([
   '$ref', 'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'items', 'minItems', 'maxItems',
   'minLength', 'maxLength', 'pattern', 'format', 'oneOf', 'anyOf', 'allOf', 'maxProperties', 'minProperties', 'uniqueItems',
   'propertyNames', 'patternProperties', 'dependentSchemas', 'minimum', 'maximum', 'default', 'description', 'examples', 'example',
+  'x-pattern-meaning', // words for the refusal, no constraint
 ]);
 
 /** How big "small" values get; boundary values ignore it. */
