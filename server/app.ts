@@ -26,6 +26,7 @@ import { broadcastHandlers } from './broadcasts/routes.ts';
 import type { Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
 import { dashboardRoutes } from './dashboard.ts';
+import { headAsGet } from './head.ts';
 import { contactHandlers } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
@@ -142,20 +143,10 @@ function under(prefixes: readonly string[], router: RequestHandler): RequestHand
   return (req, res, next) => (prefixes.some((prefix) => req.url.startsWith(prefix)) ? router(req, res, next) : next());
 }
 
-/**
- * A HEAD request is answered as its GET would be, without the body (Node leaves it out for a HEAD
- * however the request is handled), as HTTP asks of a server: uptime checks and load balancers send HEAD.
- * The contract declares GETs only, so the validator matches and checks it as the GET.
- */
-const headAsGet: RequestHandler = (req, _res, next) => {
-  if (req.method === 'HEAD') req.method = 'GET';
-  next();
-};
-
 /** One JSON log line per request, tied to its x-request-id, which error logs repeat. */
 function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
-    const { method } = req; // as it came: HEAD is answered as GET (headAsGet)
+    const { method } = req; // as it came: HEAD is answered as GET (server/head.ts)
     const reqId = req.get('x-request-id') || randomUUID();
     const started = performance.now();
     res.locals.reqId = reqId;

@@ -5,6 +5,7 @@
 import cors from 'cors';
 import type { RequestHandler } from 'express';
 import { operationsOf, type OpenApiDocument } from './contract.ts';
+import { withHead } from './head.ts';
 
 /** Sent by every client besides the contract's own header parameters: the key, the JSON body, the SDK's name. */
 const BASE_REQUEST_HEADERS = ['Authorization', 'Content-Type', 'User-Agent', 'x-request-id'];
@@ -58,7 +59,7 @@ function isBareOrigin(value: string): boolean {
 
 /** The methods, request header parameters and response headers the contract declares, by name. */
 export function contractSurface(spec: OpenApiDocument): { methods: string[]; requestHeaders: string[]; responseHeaders: string[] } {
-  const methods = new Set<string>();
+  const methods = withHead([...new Set(operationsOf(spec).map(({ method }) => method.toUpperCase()))]);
   const requestHeaders = new Set<string>();
   const responseHeaders = new Set<string>();
   const visit = (node: unknown): void => {
@@ -73,10 +74,8 @@ export function contractSurface(spec: OpenApiDocument): { methods: string[]; req
     }
   };
   const document = spec as unknown as { paths?: Record<string, Record<string, unknown>>; components?: { parameters?: unknown; responses?: unknown } };
-  for (const { method } of operationsOf(spec)) methods.add(method.toUpperCase());
-  if (methods.has('GET')) methods.add('HEAD'); // answered as GET (server/app.ts)
   for (const item of Object.values(document.paths ?? {})) visit(item);
   visit(document.components?.parameters);
   visit(document.components?.responses);
-  return { methods: [...methods].sort(), requestHeaders: [...requestHeaders].sort(), responseHeaders: [...responseHeaders].sort() };
+  return { methods: methods.sort(), requestHeaders: [...requestHeaders].sort(), responseHeaders: [...responseHeaders].sort() };
 }

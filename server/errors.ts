@@ -5,6 +5,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
+import { withHead } from './head.ts';
 import { isUnavailable } from './store/database.ts';
 import { NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
@@ -86,8 +87,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     case 404:
       return new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`);
     case 405: {
-      const methods = (e.headers?.Allow ?? '').split(/,\s*/).filter(Boolean).map((m) => m.toUpperCase());
-      const allow = (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', '); // HEAD is answered as GET
+      const allow = withHead((e.headers?.Allow ?? '').split(/,\s*/).filter(Boolean).map((m) => m.toUpperCase())).join(', ');
       return new ApiError(405, 'method_not_allowed', `Method ${req.method} is not allowed on ${req.path}; use ${allow}.`, { Allow: allow });
     }
     case 413:

@@ -86,7 +86,7 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
 
   const observe: RequestHandler = (req, res, next) => {
     const stop = requests.startTimer();
-    const { method } = req; // as it came: HEAD is answered as GET
+    const { method } = req; // as it came: HEAD is answered as GET (server/head.ts)
     res.on('finish', () => {
       const operation = operationOf(req);
       stop({ operation, method, status: res.statusCode });
