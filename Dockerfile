@@ -13,6 +13,7 @@ COPY package.json package-lock.json ./
 COPY client/package.json client/
 RUN npm ci --no-audit --no-fund
 COPY server server
+COPY scripts/build.mjs scripts/
 COPY openapi.yaml ./
 # The dashboard's bundle is built from its sources and the client package's.
 COPY dashboard dashboard
