@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Client } from 'pg';
-import type { DialectName, Tables } from './database.ts';
+import { type DialectName, loadPg, type Tables } from './database.ts';
 
 export interface ClaimHolder {
   /** This process's id, recorded in the claims it takes. */
@@ -112,7 +112,7 @@ class SessionLockHolder implements ClaimHolder {
 
   /** Opens the session and takes the lock on `key`; false if another session holds it. */
   private async lock(key: string): Promise<boolean> {
-    const { default: pg } = await import('pg'); // loaded once opened on PostgreSQL: see store/database.ts
+    const pg = await loadPg();
     const session = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: `mailroom claims ${key}` });
     session.on('error', () => {}); // a dropped session also ends, and 'end' handles it
     try {
