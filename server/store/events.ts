@@ -26,8 +26,11 @@ export interface NewEvent {
 export function webhookMessageId(now = Date.now()): string {
   const hex = randomUUID().replaceAll('-', '');
   const random = Buffer.from(hex.slice(0, 12) + hex.slice(13, 16) + hex.slice(17, 20), 'hex').toString('base64url');
-  return `msg_${now.toString(16).padStart(12, '0')}${random}`;
+  return webhookMessageIdsAt(now) + random;
 }
+
+/** What every webhook message id made at `ms` starts with: ids made earlier sort below it. */
+export const webhookMessageIdsAt = (ms: number) => `msg_${ms.toString(16).padStart(12, '0')}`;
 
 export class EventStore {
   /** Compiled for this store's database; delivery records a group of events with every commit. */

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
+import { webhookMessageIdsAt } from './events.ts';
 import { dropOwed } from './webhooks.ts';
 
 export type ClaimedDelivery = Selectable<WebhookDeliveryTable> & { lease_token: string };
@@ -152,6 +153,23 @@ export class WebhookDeliveryStore {
       }
       return recorded;
     });
+  }
+
+  /**
+   * Deletes up to `limit` deliveries that have ended (delivered or failed) and were made before
+   * `before`; returns how many. A delivery's id begins with the time it was made (store/events.ts),
+   * so the primary key finds them, without an index of its own that every outcome would update.
+   */
+  async purgeEnded(before: Date, limit = 10_000): Promise<number> {
+    const ended = this.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('id', '<', webhookMessageIdsAt(before.getTime()))
+      .where('state', '<>', 'pending')
+      .orderBy('id')
+      .limit(limit);
+    const result = await this.db.deleteFrom('webhook_deliveries').where('id', 'in', ended).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   /** Drops claimed deliveries that are no longer owed (their webhook was deleted or disabled meanwhile). */

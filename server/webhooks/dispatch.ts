@@ -2,6 +2,7 @@
 // signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
 // in no particular order. A delivery that fails is tried again on Resend's schedule with the same
 // `svix-id`, then ends `failed`; a webhook whose deliveries keep failing every attempt is disabled.
+// Ended deliveries are deleted once older than `keepEndedMs` (30 days).
 // `npm start` runs it in the HTTP server's thread (server/server.ts), `npm run worker` beside the
 // delivery worker (server/worker.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,6 +30,8 @@ export interface WebhookOptions {
   idleMs: number;
   /** A webhook is disabled after this many deliveries in a row failed every attempt; 0 never. */
   disableAfterFailed: number;
+  /** How long a delivery is kept once it has ended, delivered or failed. */
+  keepEndedMs: number;
 }
 
 export const DEFAULT_WEBHOOKS: WebhookOptions = {
@@ -40,14 +43,18 @@ export const DEFAULT_WEBHOOKS: WebhookOptions = {
   concurrency: 50,
   idleMs: 250,
   disableAfterFailed: 5,
+  keepEndedMs: 30 * 24 * 3600_000,
 };
 
 /** How long a caught-up worker waits before claiming again; a webhook arrives this much later at most. */
 const GATHER_MS = 100;
+/** How often ended deliveries past keeping are deleted. */
+const PURGE_EVERY_MS = 60_000;
 
 export class WebhookDispatcher {
   private running: Promise<void> | undefined;
   private stopping = false;
+  private lastPurge = 0;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly poster: WebhookPoster;
   /** Outcomes are recorded in groups, as the email outbox's are: a busy endpoint costs a transaction per group rather than per delivery. */
@@ -96,6 +103,10 @@ export class WebhookDispatcher {
   private async loop(): Promise<void> {
     while (!this.stopping) {
       try {
+        if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
+          this.lastPurge = Date.now();
+          await this.store.webhookDeliveries.purgeEnded(new Date(Date.now() - this.options.keepEndedMs));
+        }
         // Claims wait for half the slots to be free: one claim of many rows costs about what a claim of one does.
         if (this.options.concurrency - this.inFlight.size < Math.ceil(this.options.concurrency / 2)) {
           await Promise.race(this.inFlight);

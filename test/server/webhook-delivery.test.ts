@@ -186,6 +186,37 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     expect((await server.store.webhooks.find(id))!.status).toBe('enabled');
   });
 
+  it('deletes ended deliveries once they are older than it keeps them, oldest first, and never one still owed', async () => {
+    const inbox = await receiver();
+    const { id } = await webhook(inbox.url, ['email.sent']);
+    const emails = [emailRecord(), emailRecord()];
+    await recordEvents(server.store, emails.map((email) => emailEvent('email.sent', email)), emails);
+    dispatch();
+    await until(async () => (await deliveries(id)).every((d) => d.state === 'delivered'), 'both delivered');
+    await dispatcher!.stop();
+    dispatcher = undefined;
+    const [older, newer] = (await deliveries(id)).map((d) => d.id).sort();
+    await db().updateTable('webhook_deliveries').set({ state: 'failed' }).where('id', '=', newer!).execute();
+    const owed = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', owed)], [owed]);
+    const { webhookDeliveries } = server.store;
+
+    expect(await webhookDeliveries.purgeEnded(new Date(Date.now() - 60_000))).toBe(0);
+    expect(await webhookDeliveries.purgeEnded(new Date(Date.now() + 1000), 1)).toBe(1);
+    expect((await deliveries(id)).map((d) => d.id)).not.toContain(older);
+    expect(await webhookDeliveries.purgeEnded(new Date(Date.now() + 1000))).toBe(1);
+    expect((await deliveries(id)).map((d) => d.state)).toEqual(['pending']);
+
+    // The outbox purges as it starts, and every minute after: here it keeps nothing that has ended.
+    const more = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', more)], [more]);
+    await db().updateTable('webhook_deliveries').set({ state: 'delivered' }).where('webhook_id', '=', id).execute();
+    await new Promise((resolve) => setTimeout(resolve, 5)); // ids tell milliseconds: one made in the purge's own is kept
+    dispatch({ keepEndedMs: 0 });
+    await until(async () => (await deliveries(id)).length === 0, 'every ended delivery purged');
+    expect(inbox.received).toHaveLength(2);
+  });
+
   it('sends nothing to a disabled webhook or for a type it did not ask for, and drops what a disabled or deleted one was owed', async () => {
     const inbox = await receiver();
     const sent = await webhook(inbox.url, ['email.sent']);
