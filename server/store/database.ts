@@ -300,18 +300,22 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger = pi
  * pg, loaded as the store opens PostgreSQL. On Node 20, which has no `navigator`, pg asks whether it
  * runs on Cloudflare Workers by constructing a fetch `Response`, and that loads Node's fetch into every
  * thread that opens a store: about 1.6 MB of heap each, in threads that never fetch. A `navigator`
- * present while pg loads (Node 21 and later have one) answers it first.
+ * present while pg loads (Node 21 and later have one) answers it first; only then, and only once.
  */
-export async function loadPg(): Promise<typeof import('pg').default> {
-  const global = globalThis as { navigator?: unknown };
-  const absent = !('navigator' in global);
-  if (absent) global.navigator = { userAgent: `Node.js/${process.versions.node}` };
-  try {
-    return (await import('pg')).default;
-  } finally {
-    if (absent) delete global.navigator;
-  }
+export function loadPg(): Promise<typeof import('pg').default> {
+  pgLoading ??= (async () => {
+    const global = globalThis as { navigator?: unknown };
+    const absent = !('navigator' in global);
+    if (absent) global.navigator = { userAgent: `Node.js/${process.versions.node}` };
+    try {
+      return (await import('pg')).default;
+    } finally {
+      if (absent) delete global.navigator;
+    }
+  })();
+  return pgLoading;
 }
+let pgLoading: ReturnType<typeof loadPg> | undefined;
 
 // Each driver is loaded when its database is opened: a process on SQLite never loads pg, nor one on
 // PostgreSQL better-sqlite3 (a few MB of memory in every thread that opens a store).
