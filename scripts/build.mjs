@@ -8,8 +8,11 @@ import { build } from 'esbuild';
 
 const { dependencies } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 
+// With arguments, one other entry point and its output file, bundled the same way (the bench's targets).
+const [entry, outfile] = process.argv.slice(2);
+
 await build({
-  entryPoints: ['server/main.ts', 'server/keys.ts', 'server/worker.ts'],
+  ...(entry ? { entryPoints: [entry], outfile } : { entryPoints: ['server/main.ts', 'server/keys.ts', 'server/worker.ts'], outdir: 'build' }),
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -17,6 +20,5 @@ await build({
   // A package named here also keeps its subpaths (ajv/dist/2020) out of the bundle.
   external: Object.keys(dependencies).filter((name) => name !== 'kysely'),
   sourcemap: true,
-  outdir: 'build',
   logLevel: 'warning',
 });

@@ -13,7 +13,6 @@ import pg from 'pg';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
 import { startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
@@ -43,7 +42,7 @@ const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
 // The servers run bundled, as `npm start` runs Mailroom, not through a TypeScript loader.
 const targetScript = join(root, 'build', 'bench-target.js');
-await build({ entryPoints: [join(root, 'test/bench/target.ts')], outfile: targetScript, bundle: true, platform: 'node', format: 'esm', packages: 'external', target: 'node20', logLevel: 'warning' });
+await run(process.execPath, [join(root, 'scripts/build.mjs'), join(root, 'test/bench/target.ts'), targetScript], { cwd: root });
 // Without tsx's loader, which runs this script (NODE_OPTIONS, execArgv): the servers and the load
 // generator run as plain Node.
 const { NODE_OPTIONS: _, ...plainEnv } = process.env;
