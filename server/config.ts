@@ -91,6 +91,7 @@ const variable = <T>(read: (value: string) => T | Refusal, unset: T): Variable<T
 const optional = <T>(read: (value: string) => T | Refusal): Variable<T, undefined> => ({ read, unset: undefined });
 
 const text = (value: string) => value;
+const DAY_MS = 24 * 3600_000;
 
 function whole(min = 0, max = Number.MAX_SAFE_INTEGER) {
   const rule = max === Number.MAX_SAFE_INTEGER ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`;
@@ -170,6 +171,7 @@ const VARIABLES = {
   WEBHOOK_LEASE_MS: optional(whole(1)),
   WEBHOOK_CONCURRENCY: variable(whole(1, 1000), DEFAULT_WEBHOOKS.concurrency),
   WEBHOOK_DISABLE_AFTER_FAILED: variable(whole(), DEFAULT_WEBHOOKS.disableAfterFailed),
+  WEBHOOK_KEEP_DAYS: variable(whole(1), DEFAULT_WEBHOOKS.keepEndedMs / DAY_MS),
   // The waits before the second, third... attempt: Resend's schedule unless set (tests shorten it).
   WEBHOOK_RETRY_SCHEDULE_MS: variable(
     then(matching(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas'), (list) => list.split(',').map(Number)),
@@ -245,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseMs: e.WEBHOOK_LEASE_MS ?? Math.max(DEFAULT_WEBHOOKS.leaseMs, e.WEBHOOK_TIMEOUT_MS + 30_000),
       concurrency: e.WEBHOOK_CONCURRENCY,
       disableAfterFailed: e.WEBHOOK_DISABLE_AFTER_FAILED,
+      keepEndedMs: e.WEBHOOK_KEEP_DAYS * DAY_MS,
       retryScheduleMs: [...e.WEBHOOK_RETRY_SCHEDULE_MS],
     },
   };

@@ -83,10 +83,11 @@ describe('loadConfig', () => {
   it("reads the webhook settings: Resend's retry schedule unless set, and a lease longer than an attempt", () => {
     expect(loadConfig({}).webhooks).toEqual({
       allowPrivate: false, timeoutMs: 10_000, retryScheduleMs: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
-      leaseMs: 60_000, concurrency: 50, idleMs: 250, disableAfterFailed: 5,
+      leaseMs: 60_000, concurrency: 50, idleMs: 250, disableAfterFailed: 5, keepEndedMs: 30 * 24 * 3600_000,
     });
-    const set = loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '10,20', WEBHOOK_TIMEOUT_MS: '90000', WEBHOOK_DISABLE_AFTER_FAILED: '0' });
-    expect(set.webhooks).toMatchObject({ allowPrivate: true, retryScheduleMs: [10, 20], timeoutMs: 90_000, leaseMs: 120_000, disableAfterFailed: 0 });
+    const set = loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE_MS: '10,20', WEBHOOK_TIMEOUT_MS: '90000', WEBHOOK_DISABLE_AFTER_FAILED: '0', WEBHOOK_KEEP_DAYS: '7' });
+    expect(set.webhooks).toMatchObject({ allowPrivate: true, retryScheduleMs: [10, 20], timeoutMs: 90_000, leaseMs: 120_000, disableAfterFailed: 0, keepEndedMs: 7 * 24 * 3600_000 });
+    expect(() => loadConfig({ WEBHOOK_KEEP_DAYS: '0' })).toThrow(/WEBHOOK_KEEP_DAYS/);
     expect(() => loadConfig({ WEBHOOK_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '5000' })).toThrow(/WEBHOOK_LEASE_MS must be longer than WEBHOOK_TIMEOUT_MS/);
     expect(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '5s,1m' })).toThrow(/WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 whole numbers/);
     expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'yes' })).toThrow(/WEBHOOK_ALLOW_PRIVATE must be true or false/);
