@@ -2,7 +2,7 @@
 // signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
 // in no particular order. A delivery that fails is tried again on Resend's schedule with the same
 // `svix-id`, then ends `failed`; a webhook whose deliveries keep failing every attempt is disabled.
-// Ended deliveries are deleted once older than `keepEndedMs` (30 days).
+// Ended deliveries are deleted once older than `keepEndedMs` (WEBHOOK_KEEP_DAYS, 30 days by default).
 // `npm start` runs it in the HTTP server's thread (server/server.ts), `npm run worker` beside the
 // delivery worker (server/worker.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
