@@ -304,13 +304,13 @@ export async function openDatabase(options: DatabaseOptions, logger: Logger = pi
  */
 export function loadPg(): Promise<typeof import('pg').default> {
   pgLoading ??= (async () => {
-    const global = globalThis as { navigator?: unknown };
-    const absent = !('navigator' in global);
-    if (absent) global.navigator = { userAgent: `Node.js/${process.versions.node}` };
+    const globals = globalThis as { navigator?: unknown };
+    const absent = !('navigator' in globals);
+    if (absent) globals.navigator = { userAgent: `Node.js/${process.versions.node}` };
     try {
       return (await import('pg')).default;
     } finally {
-      if (absent) delete global.navigator;
+      if (absent) delete globals.navigator;
     }
   })();
   return pgLoading;
