@@ -83,7 +83,8 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(authenticate(spec, store));
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally));
   app.use(authorize(spec));
-  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, withStorableText(compile('/components/schemas/OutgoingEmail'))));
+  const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
+  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, checkOf('EmailBatch'), checkOf('OutgoingEmail')));
   app.use(checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });

@@ -1,10 +1,12 @@
 // Batch validation, ahead of express-openapi-validator's request check. That check would reject a whole
-// batch for one bad email, but permissive mode must send the good ones. So every email is checked here,
-// one at a time, against the contract's own OutgoingEmail schema (compiled from openapi.yaml) and then
-// against the rules no schema can state (composeEmail). In strict mode the first bad email rejects the
-// request; in permissive mode the bad ones are set aside with their index and the request goes on with
-// only the good ones, which then pass the validator's check of the whole request as usual. What is not
-// an array of 1 to 100 emails, or has a bad header, is left for the validator to refuse as a whole.
+// batch for one bad email, but permissive mode must send the good ones. So the batch is checked here
+// against the contract's own EmailBatch schema (compiled from openapi.yaml) and, only if that fails,
+// email by email against OutgoingEmail, to tell the bad ones apart (one check of the whole batch costs
+// a third of a hundred checks of one email). Every email is then held to the rules no schema can state
+// (composeEmail). In strict mode the first bad email rejects the request; in permissive mode the bad
+// ones are set aside with their index and the request goes on with only the good ones, which then pass
+// the validator's check of the whole request as usual. What is not an array of 1 to 100 emails, or has
+// a bad header, is left for the validator to refuse as a whole.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { Request, RequestHandler } from 'express';
 import type { Schemas } from '../api.ts';
@@ -23,7 +25,8 @@ export interface TriagedBatch {
 
 type Routed = Request & { openapi?: { schema?: { operationId?: string } } };
 
-export function batchValidation(spec: OpenApiDocument, store: Store, validateEmail: ValidateFunction): RequestHandler {
+/** `validateBatch` and `validateEmail` check EmailBatch and OutgoingEmail, with the same rules. */
+export function batchValidation(spec: OpenApiDocument, store: Store, validateBatch: ValidateFunction, validateEmail: ValidateFunction): RequestHandler {
   const batch = resolveRef(spec, { $ref: '#/components/schemas/EmailBatch' });
   const modes: string[] = resolveRef(spec, { $ref: '#/components/parameters/BatchValidation' }).schema.enum;
 
@@ -37,8 +40,9 @@ export function batchValidation(spec: OpenApiDocument, store: Store, validateEma
     const now = new Date();
     const triaged: TriagedBatch = { mode: mode as TriagedBatch['mode'], accepted: [], errors: [] };
     const kept: unknown[] = [];
+    const allValid = validateBatch(items);
     for (const [index, item] of items.entries()) {
-      const composed = validateEmail(item) ? await composeEmail(item as OutgoingEmail, findTemplate, now) : describeSchemaErrors(validateEmail.errors!);
+      const composed = allValid || validateEmail(item) ? await composeEmail(item as OutgoingEmail, findTemplate, now) : describeSchemaErrors(validateEmail.errors!);
       if (typeof composed === 'string') {
         if (mode === 'strict') throw invalid(`emails[${index}]: ${composed}`);
         triaged.errors.push({ index, message: composed });
