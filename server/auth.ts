@@ -12,10 +12,8 @@ const ROLES: Record<Permission, readonly string[]> = {
 };
 
 type SecurityRequirement = Record<string, string[]>;
-type ValidatedRequest = Request & { openapi?: { schema?: { security?: SecurityRequirement[] } } };
 
-const securityOf = (spec: OpenApiDocument, req: Request): SecurityRequirement[] =>
-  (req as ValidatedRequest).openapi?.schema?.security ?? ((spec.security ?? []) as SecurityRequirement[]);
+const securityOf = (spec: OpenApiDocument, req: Request): SecurityRequirement[] => req.openapi?.schema?.security ?? ((spec.security ?? []) as SecurityRequirement[]);
 
 /** Finds the API key of an operation that needs one: 401 without one, 403 for one unknown or revoked. */
 export function authenticate(spec: OpenApiDocument, store: Store): RequestHandler {

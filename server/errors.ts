@@ -205,14 +205,15 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
 
 /** The media types the operation's request body may have, as a message names them. */
 function acceptedTypes(req: Request): string {
-  const content = (req as Request & { openapi?: { schema?: { requestBody?: { content?: object } } } }).openapi?.schema?.requestBody?.content;
+  const body = req.openapi?.schema?.requestBody;
+  const content = body && 'content' in body ? body.content : undefined;
   const types = content ? Object.keys(content) : ['application/json'];
   return types.map((type) => `\`${type}\``).join(' or ');
 }
 
 /** The path item of the request's route in the contract. */
 function pathItem(req: Request, spec: OpenApiDocument): any {
-  const route = (req as Request & { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
+  const route = req.openapi?.openApiRoute;
   return route ? (spec.paths[route.replace(/:(\w+)/g, '{$1}')] as any) : undefined;
 }
 

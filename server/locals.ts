@@ -1,11 +1,17 @@
-// What the middlewares hand on to later ones in `res.locals`, declared once so that every read is typed.
-// A global declaration: tsconfig includes server/, so no file needs to import this one.
+// What the middlewares hand on to later ones, in `res.locals` and in the validator's `req.openapi`,
+// declared once so that every read is typed. A global declaration: tsconfig includes server/, so no
+// file needs to import this one.
+import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
 import type { TriagedBatch } from './emails/batch.ts';
 import type { IdempotencyClaim } from './emails/idempotency.ts';
 import type { ApiKeyRecord } from './store/apiKeys.ts';
 
 declare global {
   namespace Express {
+    interface Request {
+      /** The operation the validator's routing matched, with its path parameters decoded; absent for a path the contract lacks. */
+      openapi?: OpenApiRequestMetadata;
+    }
     interface Locals {
       /** The request's x-request-id, repeated in every log line about it. */
       reqId: string;

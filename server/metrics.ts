@@ -76,7 +76,7 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
   const pages = new Set(pagePaths);
 
   const operationOf = (req: Request): string => {
-    const operationId = (req as Request & { openapi?: { schema?: { operationId?: string } } }).openapi?.schema?.operationId;
+    const operationId = req.openapi?.schema?.operationId;
     if (operationId) return operationId;
     if (req.method === 'OPTIONS' && req.get('access-control-request-method')) return 'preflight';
     // Only fixed paths become labels: a label per unknown path would grow without bound.

@@ -9,14 +9,12 @@ import { operationsOf, type OpenApiDocument } from './contract.ts';
 /** A resource's handlers, by the operationId each answers (those that answer other than JSON, such as a page, as plain handlers). */
 export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHandler<any> };
 
-type Routed = { openapi?: { schema?: { operationId?: string }; pathParams?: Record<string, string> } };
-
 export function operationRouter(spec: OpenApiDocument, handlers: Handlers): RequestHandler {
   const unanswered = operationsOf(spec).map(({ operation }) => operation.operationId as string).filter((id) => !(id in handlers));
   if (unanswered.length) throw new Error(`no handler for ${unanswered.join(', ')}`);
   const byId: Record<string, RequestHandler> = handlers as Record<string, RequestHandler>;
   return (req, res, next) => {
-    const { schema, pathParams } = (req as Routed).openapi ?? {};
+    const { schema, pathParams } = req.openapi ?? {};
     const handler = schema?.operationId === undefined ? undefined : byId[schema.operationId];
     if (!handler) return next();
     // Express gives each middleware the parameters of its own mount path ({} here): the operation's are the validator's.

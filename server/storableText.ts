@@ -5,7 +5,7 @@
 // Other control characters are left alone: both stores keep them, and bodies carry tabs and line
 // breaks; what may go into a mail header is the sending code's concern.
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { ErrorName } from './api.ts';
 import { invalid } from './errors.ts';
 
@@ -44,12 +44,10 @@ export function findUnstorableText(value: unknown, path: string[] = []): TextFau
   return undefined;
 }
 
-type Routed = Request & { openapi?: { pathParams?: Record<string, string> } };
-
 /** Refuses a request holding such a string: parameters as invalid_parameter, body fields as validation_error. */
 export const refuseUnstorableText: RequestHandler = (req, _res, next) => {
   const places: [unknown, ErrorName][] = [
-    [(req as Routed).openapi?.pathParams, 'invalid_parameter'],
+    [req.openapi?.pathParams, 'invalid_parameter'],
     [req.query, 'invalid_parameter'],
     [req.body, 'validation_error'],
   ];

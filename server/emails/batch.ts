@@ -8,7 +8,7 @@
 // the validator's check of the whole request as usual. What is not an array of 1 to 100 emails, or has
 // a bad header, is left for the validator to refuse as a whole.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import type { Schemas } from '../api.ts';
 import type { OpenApiDocument } from '../contract.ts';
 import { resolveRef } from '../contract.ts';
@@ -23,15 +23,13 @@ export interface TriagedBatch {
   errors: Schemas['BatchItemError'][];
 }
 
-type Routed = Request & { openapi?: { schema?: { operationId?: string } } };
-
 /** `validateBatch` and `validateEmail` check EmailBatch and OutgoingEmail, with the same rules. */
 export function batchValidation(spec: OpenApiDocument, store: Store, validateBatch: ValidateFunction, validateEmail: ValidateFunction): RequestHandler {
   const batch = resolveRef(spec, { $ref: '#/components/schemas/EmailBatch' });
   const modes: string[] = resolveRef(spec, { $ref: '#/components/parameters/BatchValidation' }).schema.enum;
 
   return async (req, res, next) => {
-    if ((req as Routed).openapi?.schema?.operationId !== 'sendBatchEmails') return next();
+    if (req.openapi?.schema?.operationId !== 'sendBatchEmails') return next();
     const items: unknown = req.body;
     const mode = req.get('x-batch-validation') ?? 'strict';
     if (!Array.isArray(items) || items.length < batch.minItems || items.length > batch.maxItems || !modes.includes(mode)) return next();

@@ -29,7 +29,7 @@ export interface IdempotencyClaim extends HeldClaim {
 export const concurrentRequest = () =>
   new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
 
-type RawBodyRequest = Request & { rawBody?: Buffer; openapi?: { openApiRoute?: string; schema?: { operationId?: string; parameters?: unknown[] } } };
+type RawBodyRequest = Request & { rawBody?: Buffer };
 
 /** For express.json's `verify`: keeps the bytes of bodies that carry an idempotency key, to fingerprint them. */
 export function keepRawBody(req: RawBodyRequest, _res: unknown, body: Buffer): void {
@@ -50,11 +50,11 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
   return async (req, res, next) => {
     const request = req as RawBodyRequest;
     const key = req.get(parameter.name as string);
-    if (key === undefined || !idempotent.has(request.openapi?.schema?.operationId)) return next();
+    if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
     if (!validKey(key)) {
       throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     }
-    const scope = `${req.method} ${request.openapi?.openApiRoute}`;
+    const scope = `${req.method} ${req.openapi?.openApiRoute}`;
     const owner = res.locals.apiKey?.id;
     if (!owner) throw new Error('idempotency runs after authentication');
     const fingerprint = createHash('sha256')
