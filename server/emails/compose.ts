@@ -42,7 +42,8 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   if (!from) return 'Missing `from` field.';
   if (!subject) return 'Missing `subject` field.';
   if (!html && !text) return 'Missing `html` or `text` field.';
-  for (const [field, addresses] of [['from', [from]], ['to', list(item.to)], ['cc', list(item.cc)], ['bcc', list(item.bcc)], ['reply_to', list(replyTo)]] as const) {
+  const [to, cc, bcc, replyTos] = [list(item.to), list(item.cc), list(item.bcc), list(replyTo)];
+  for (const [field, addresses] of [['from', [from]], ['to', to], ['cc', cc], ['bcc', bcc], ['reply_to', replyTos]] as const) {
     const bad = invalidMailbox(field, addresses);
     if (bad) return bad;
   }
@@ -54,10 +55,10 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   return {
     id: timeOrderedId(),
     from_address: from,
-    to_addresses: JSON.stringify(list(item.to)),
-    cc: json(list(item.cc)),
-    bcc: json(list(item.bcc)),
-    reply_to: json(list(replyTo)),
+    to_addresses: JSON.stringify(to),
+    cc: json(cc),
+    bcc: json(bcc),
+    reply_to: json(replyTos),
     subject,
     html,
     text,
