@@ -38,7 +38,7 @@ const TRANSPORT_TARGET = { small: 0.8, large: 0.5 };
 const DEADLINE_MS = 180_000;
 
 /** CPU time a process has used, user and system, in ms (from /proc; 0 once it is gone). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;

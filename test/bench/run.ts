@@ -18,7 +18,7 @@ import { TEST_KEY } from '../support/server.ts';
 import { openStore } from '../../server/store/index.ts';
 import { storeCallCosts } from './bounds.ts';
 import { benchDashboard } from './dashboard.ts';
-import { benchDelivery } from './delivery.ts';
+import { benchDelivery, cpuMs } from './delivery.ts';
 import { benchFanout, postgresReachable } from './fanout.ts';
 import { benchGrowth } from './growth.ts';
 import { benchWebhooks } from './webhooks.ts';
@@ -96,11 +96,17 @@ async function startTarget(kind: 'mailroom' | 'contract' | 'express' | 'http' | 
 const BATCH_EMAILS = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: [`reader${n}@example.com`], subject: `Issue ${n}`, html: `<p>Hello reader ${n}, here is the news.</p>` }));
 const BATCH = JSON.stringify(BATCH_EMAILS);
 
-async function load(url: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
-  const post = url.endsWith('/emails/batch') ? ['-m', 'POST', '-H', 'content-type=application/json', '-b', BATCH] : [];
-  const { stdout } = await run('npx', ['autocannon', '--json', '-c', String(CONNECTIONS), '-d', String(SECONDS), '-H', `authorization=Bearer ${TEST_KEY}`, ...post, url], { maxBuffer: 64 << 20, env: plainEnv });
+/**
+ * Loads one endpoint of `target`. Besides the rate, the CPU time the target's process (all its threads)
+ * spent a request: the server's own work, whatever share of the cores the load generator took.
+ */
+async function load(target: Target, path: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number; cpuUs: number }> {
+  const post = path.endsWith('/emails/batch') ? ['-m', 'POST', '-H', 'content-type=application/json', '-b', BATCH] : [];
+  const cpuBefore = cpuMs(target.child.pid!);
+  const { stdout } = await run('npx', ['autocannon', '--json', '-c', String(CONNECTIONS), '-d', String(SECONDS), '-H', `authorization=Bearer ${TEST_KEY}`, ...post, target.url + path], { maxBuffer: 64 << 20, env: plainEnv });
   const r = JSON.parse(stdout);
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
+  const cpuUs = ((cpuMs(target.child.pid!) - cpuBefore) * 1000) / r.requests.total;
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors, cpuUs };
 }
 
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(0);
@@ -202,7 +208,7 @@ async function benchDatabase(database: string): Promise<void> {
     const runs: Record<string, Record<string, Awaited<ReturnType<typeof load>>[]>> = { mailroom: {}, contract: {}, express: {}, http: {} };
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, path] of Object.entries(paths)) {
-        for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target.url + path));
+        for (const [kind, target] of Object.entries(servers)) (runs[kind]![name] ??= []).push(await load(target, path));
       }
     }
     for (const target of [servers.contract, servers.express, servers.http]) target.child.kill('SIGTERM');
@@ -213,19 +219,19 @@ async function benchDatabase(database: string): Promise<void> {
         Object.fromEntries(
           Object.entries(byName).map(([name, list]) => [
             name,
-            { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0) },
+            { rps: median(list.map((r) => r.rps)), p50: median(list.map((r) => r.p50)), p99: median(list.map((r) => r.p99)), non2xx: list.reduce((n, r) => n + r.non2xx, 0), cpuUs: median(list.map((r) => r.cpuUs)) },
           ]),
         ),
       ]),
     );
 
     const targets: Record<string, number> = { broadcast: 0.5, contactsPage: 0.4, batchOf100: 0.25 };
-    console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors');
+    console.log('endpoint                    server          req/s    p50 ms   p99 ms   errors   CPU µs/req (its own process)');
     for (const [name, path] of Object.entries(paths)) {
       for (const kind of ['mailroom', 'contract', 'express', 'http']) {
         const r = results[kind]![name]!;
         const label = path === paths.batchOf100 ? 'POST /emails/batch (100)' : `GET ${path.replace(broadcastId, '{id}')}`;
-        console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}`);
+        console.log(`${(kind === 'mailroom' ? label : '').padEnd(28)}${kind.padEnd(12)}${r.rps.toFixed(0).padStart(9)}${String(r.p50).padStart(10)}${String(r.p99).padStart(9)}${String(r.non2xx).padStart(9)}${r.cpuUs.toFixed(0).padStart(10)}`);
       }
     }
     console.log('\nratios (full server / bare handler, same run):');
