@@ -1201,6 +1201,11 @@ export interface components {
          */
         Uuid: string;
         /**
+         * @description The `Message-ID` header the message went out with, angle brackets included.
+         * @example <4ef9a417-02e9-4d39-ad75-9611e0fcc33c@acme.dev>
+         */
+        MessageId: string;
+        /**
          * Format: date-time
          * @description An ISO 8601 timestamp in UTC with milliseconds.
          * @example 2026-11-21T10:04:05.123Z
@@ -1791,6 +1796,8 @@ export interface components {
             /** @description Always null; scheduling is not supported. */
             scheduled_at: null;
             last_event: components["schemas"]["EmailEvent"];
+            /** @description The `Message-ID` the message went out with; null until it was first sent. */
+            message_id: components["schemas"]["MessageId"] | null;
         };
         /** @description A list of addresses. */
         MailboxList: components["schemas"]["Mailbox"][];
@@ -1821,6 +1828,8 @@ export interface components {
             /** @description Always null; scheduling is not supported. */
             scheduled_at: null;
             last_event: components["schemas"]["EmailEvent"];
+            /** @description The `Message-ID` the message went out with; null until it was first sent. */
+            message_id: components["schemas"]["MessageId"] | null;
         };
         /** @description A page of emails, newest first. */
         EmailList: {
@@ -2452,8 +2461,7 @@ export interface components {
             /** @description The subject as accepted; a broadcast's keeps its placeholders. */
             subject: string;
             broadcast_id?: components["schemas"]["Uuid"];
-            /** @description The `Message-ID` the message went out with, once it was built. */
-            message_id?: string;
+            message_id?: components["schemas"]["MessageId"];
             /** @description The email's tags, each name with its value. */
             tags?: {
                 [key: string]: string;

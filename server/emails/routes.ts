@@ -85,6 +85,7 @@ function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {
     created_at: record.created_at,
     scheduled_at: null,
     last_event: record.last_event,
+    message_id: record.message_id,
   };
 }
 
@@ -107,5 +108,6 @@ function toEmail(record: EmailRecord, personalized: Personalized | undefined): S
     created_at: record.created_at,
     scheduled_at: null,
     last_event: record.last_event,
+    message_id: record.message_id,
   };
 }

@@ -19,7 +19,7 @@ export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token'>;
 export type ClaimedEmail = EmailRecord & { lease_token: string };
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
 /** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
-const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'last_event'] as const;
+const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'last_event', 'message_id'] as const;
 export type ListedEmail = Pick<EmailRecord, (typeof LISTED)[number]>;
 /** What an outcome other than sending changes in the email's row. */
 type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<EmailTable, 'next_attempt_at'>>;

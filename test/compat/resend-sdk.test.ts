@@ -52,7 +52,7 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     expect(sent).toMatchObject({ data: { id: uuid }, error: null });
     const got = await resend.emails.get(sent.data!.id);
     expect(got.error).toBeNull();
-    expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued' });
+    expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued', message_id: null });
   });
 
   it('emails.list: newest first, paged with limit and after', async () => {

@@ -15,7 +15,7 @@ import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
 const quiet = pino({ level: 'silent' });
 const json = { 'content-type': 'application/json' };
 const later = (ms: number) => new Date(Date.now() + ms);
-const EMAIL_KEYS = ['bcc', 'cc', 'created_at', 'from', 'id', 'last_event', 'reply_to', 'scheduled_at', 'subject', 'to'];
+const EMAIL_KEYS = ['bcc', 'cc', 'created_at', 'from', 'id', 'last_event', 'message_id', 'reply_to', 'scheduled_at', 'subject', 'to'];
 
 describe.each(backends)('the email log on %s', (backend) => {
   let server: TestServer;
@@ -127,6 +127,20 @@ describe.each(backends)('the email log on %s', (backend) => {
       expect(res.status).toBe(401);
       expect((await res.json()).name).toBe('restricted_api_key');
     });
+  });
+
+  it('gives message_id as null until the email is sent, then the Message-ID the relay received, in the email and in the list', async () => {
+    const [id] = await send();
+    expect((await call('GET', `/emails/${id}`)).body.message_id).toBeNull();
+    const listed = async () => (await call('GET', '/emails?limit=100')).body.data.find((e: { id: string }) => e.id === id);
+    expect((await listed()).message_id).toBeNull();
+    const before = sink.received.length;
+    await worker().runOnce();
+    await sink.waitFor(before + 1);
+    const relayed = sink.received.slice(before).find((r) => r.envelope.to.includes('reader0@example.com'))!;
+    expect(relayed.mail.messageId).toMatch(/^<.+@.+>$/);
+    expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'sent', message_id: relayed.mail.messageId });
+    expect((await listed()).message_id).toBe(relayed.mail.messageId);
   });
 
   describe('GET /emails/{email_id}/events', () => {
