@@ -4,6 +4,10 @@
 // checked here, once for all operations, after the contract check, and refused with a 422 naming it.
 // Other control characters are left alone: both stores keep them, and bodies carry tabs and line
 // breaks; what may go into a mail header is the sending code's concern.
+//
+// Numbers too: a query parameter of `Infinity` or `1e400` is coerced to a number that Ajv passes
+// unchecked (it skips minimum, maximum and format for a number that is not finite), and no store
+// takes it as a LIMIT.
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { RequestHandler } from 'express';
 import type { ErrorName } from './api.ts';
@@ -27,6 +31,7 @@ function unstorable(text: string): string | undefined {
 
 /** The first string in `value` (a parsed JSON body, or parameters) that a store would not keep as given. */
 export function findUnstorableText(value: unknown, path: string[] = []): TextFault | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: [...path], problem: 'must be a finite number' };
   if (typeof value === 'string') {
     const what = unstorable(value);
     return what ? { path: [...path], problem: `must not contain ${what}` } : undefined;

@@ -33,6 +33,14 @@ export function knownAttacks(): Plan[] {
     plan('sendEmail', { body: { json: { from: 'x" <a@acme.test>', to: 'g: a@evil.test, b@evil.test;', subject: 's', text: 't' } } }),
     plan('createBroadcast', { body: { json: { segment_id: '78261eea-8f8b-4381-83c6-79fa7120f1cf', from: 'not an address', reply_to: 'c1@evil.test, c2@evil.test <real@example.com>', subject: 's', text: 't' } } }),
     plan('createTemplate', { body: { json: { name: 't', html: '<p>x</p>', from: 'x" <a@acme.test>', reply_to: ['g: a@evil.test, b@evil.test;'] } } }),
+    // A limit Ajv coerces to a number that is not finite, and then checks no further: every list failed
+    // in SQL. Lists under another resource take one that exists.
+    ...[
+      ['listEmails'], ['listContacts'], ['listSegments'], ['listTopics'], ['listAudiences'], ['listBroadcasts'], ['listTemplates'], ['listSuppressions'], ['listWebhooks'], ['listApiKeys'],
+      ['listSegmentContacts', 'segment_id'], ['listContactSegments', 'contact_id'], ['listContactTopics', 'contact_id'], ['listAudienceContacts', 'audience_id'],
+    ].flatMap(([operationId, parent]) =>
+      ['Infinity', '-Infinity', '1e400'].map((limit) => plan(operationId!, { path: parent ? { [parent]: { existing: 0, alias: false } } : {}, query: [['limit', literal(limit)]] })),
+    ),
     // Bodies nested far deeper than any real request.
     plan('createContact', { body: { raw: '['.repeat(300_000) + ']'.repeat(300_000) } }),
     plan('sendBatchEmails', { body: { raw: '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000) } }),
