@@ -1201,6 +1201,11 @@ export interface components {
          */
         Uuid: string;
         /**
+         * @description A readable id that can stand in for `id`; lowercase letters, digits, dashes and underscores, never in the form of a UUID.
+         * @example welcome-email
+         */
+        TemplateAlias: string;
+        /**
          * @description The `Message-ID` header the message went out with, angle brackets included.
          * @example <4ef9a417-02e9-4d39-ad75-9611e0fcc33c@acme.dev>
          */
@@ -2145,8 +2150,7 @@ export interface components {
         CreateTemplateRequest: {
             /** @description The template's name. */
             name: string;
-            /** @description A readable id that can stand in for `id`; lowercase letters, digits, dashes and underscores. */
-            alias?: string;
+            alias?: components["schemas"]["TemplateAlias"];
             from?: components["schemas"]["Mailbox"];
             /** @description The default subject, one line; may hold placeholders. */
             subject?: components["schemas"]["Subject"];
@@ -2198,7 +2202,7 @@ export interface components {
             /** @description The template's name. */
             name?: string;
             /** @description A readable id that can stand in for `id`, or null to remove it. */
-            alias?: string | null;
+            alias?: components["schemas"]["TemplateAlias"] | null;
             from?: components["schemas"]["Mailbox"] | null;
             subject?: components["schemas"]["Subject"] | null;
             reply_to?: components["schemas"]["Recipients"] | null;

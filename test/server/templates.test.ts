@@ -54,6 +54,16 @@ describe.each(backends)('templates on %s', (backend) => {
     expect((await call('PATCH', '/templates/no-such-template', { name: 'x' })).status).toBe(404);
   });
 
+  it('refuses an alias in the form of an id: it would stand for that template once it was deleted', async () => {
+    const other = await create('holder');
+    const id = await create('aliased');
+    const refused = { status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The `alias` must be 1 to 64 lower-case ASCII letters, digits, underscores or dashes, starting with a letter or digit, and not in the form of an id.' } };
+    expect(await call('POST', '/templates', { name: 'n', html: '<p>x</p>', alias: other })).toEqual(refused);
+    expect(await call('PATCH', `/templates/${id}`, { alias: other })).toEqual(refused);
+    expect((await call('PATCH', `/templates/${id}`, { alias: `${other}-v2` })).status).toBe(200);
+    expect((await call('GET', `/templates/${other}`)).body.name).toBe('holder');
+  });
+
   it('deletes a template; an email sent from it stays as it was', async () => {
     const id = await create('short-lived', { subject: 'Bye', from: 'hello@acme.dev' });
     await call('POST', `/templates/${id}/publish`);

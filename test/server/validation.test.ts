@@ -242,7 +242,7 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('POST', '/emails/batch', [{ ...send, subject: 'Hi\n' }])).toEqual(refusal('emails[0]: The `subject` must be one line, with no control character but tab.'));
       expect(await call('POST', '/webhooks', { endpoint: 'ftp://example.com/x', events: ['email.sent'] })).toEqual(refusal('The `endpoint` must be an http:// or https:// URL.'));
       const { body: template } = await call('POST', '/templates', { name: 'patterned', html: '<p>Hi</p>' });
-      const alias = 'The `alias` must be 1 to 64 lower-case ASCII letters, digits, underscores or dashes, starting with a letter or digit.';
+      const alias = 'The `alias` must be 1 to 64 lower-case ASCII letters, digits, underscores or dashes, starting with a letter or digit, and not in the form of an id.';
       expect(await call('POST', '/templates', { name: 'patterned', html: '<p>Hi</p>', alias: 'Not An Alias' })).toEqual(refusal(alias));
       expect(await call('PATCH', `/templates/${template.id}`, { alias: '-no' })).toEqual(refusal(alias));
     });
