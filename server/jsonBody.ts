@@ -2,6 +2,7 @@
 // hold the event loop for most of a second in JSON.parse, and deeper still can overflow the stack; no
 // request the contract describes nests more than a handful of levels. One linear pass over the bytes,
 // counting brackets outside strings, refuses such a body with 400 invalid_json first.
+import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import { ApiError } from './errors.ts';
 
@@ -58,12 +59,26 @@ function endOfString(body: Uint8Array, from: number): number {
   return -1;
 }
 
-/** The body as UTF-8 bytes: as it came, or re-encoded from the UTF-16 that the JSON parser also takes. */
+/**
+ * The body as UTF-8 bytes: as it came, or re-encoded from the UTF-16 that the JSON parser also takes.
+ * Bytes that are not text in their encoding are refused: the parser would turn each into U+FFFD, and
+ * what was stored would not be what was sent.
+ */
 function utf8(body: Buffer, encoding: string): Uint8Array {
-  if (encoding === 'utf-8' || encoding === 'utf8') return body;
+  const notText = () => new ApiError(400, 'invalid_json', `The body is not valid ${encoding.toUpperCase()}.`);
+  if (encoding === 'utf-8' || encoding === 'utf8') {
+    if (!isUtf8(body)) throw notText();
+    return body;
+  }
+  let decoder: TextDecoder;
   try {
-    return Buffer.from(new TextDecoder(encoding).decode(body), 'utf8');
+    decoder = new TextDecoder(encoding, { fatal: true });
   } catch {
     throw new ApiError(415, 'unsupported_media_type', 'The body must be JSON in UTF-8 or UTF-16.');
+  }
+  try {
+    return Buffer.from(decoder.decode(body), 'utf8');
+  } catch {
+    throw notText();
   }
 }

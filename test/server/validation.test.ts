@@ -214,6 +214,27 @@ describe.each(backends)('validation on %s', (backend) => {
     });
   });
 
+  describe('bytes that are not text in their encoding', () => {
+    const post = (bytes: Uint8Array, charset = 'utf-8') =>
+      server.request('/emails', { method: 'POST', headers: { ...json, 'content-type': `application/json; charset=${charset}` }, body: new Uint8Array(bytes) }).then(async (res) => ({ status: res.status, body: await res.json() }));
+    const email = (subject: Buffer, encoding: BufferEncoding = 'utf8') =>
+      Buffer.concat([Buffer.from('{"from":"a@acme.dev","to":"x@example.com","text":"t","subject":"s', encoding), subject, Buffer.from('"}', encoding)]);
+
+    it('refuses invalid UTF-8 with 400 rather than storing U+FFFD in its place, and nothing is sent', async () => {
+      const before = await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      for (const bytes of [[0xff, 0xfe, 0xc3], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+        expect(await post(email(Buffer.from(bytes)))).toEqual({ status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is not valid UTF-8.' } });
+      }
+      const after = await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      expect(Number(after.n)).toBe(Number(before.n));
+      expect(await post(email(Buffer.from('ë ✓ 🎉')))).toMatchObject({ status: 200 });
+    });
+
+    it('refuses a lone UTF-16 surrogate byte pair the same way', async () => {
+      expect(await post(email(Buffer.from([0x00, 0xd8]), 'utf16le'), 'utf-16le')).toEqual({ status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is not valid UTF-16LE.' } });
+    });
+  });
+
   describe('what a refusal names', () => {
     const email = (to: unknown) => ({ from: 'a@example.com', to, subject: 'Hi', text: 'Hi' });
     const addresses = (n: number) => Array.from({ length: n }, (_, i) => `r${i}@example.com`);
