@@ -10,10 +10,17 @@ export const MAX_NESTING = 64;
 
 type Verify = NonNullable<NonNullable<Parameters<typeof express.json>[0]>['verify']>;
 
-/** express.json with the nesting bound, then `verify` (which still sees the raw bytes). */
+/**
+ * express.json with the nesting bound, then `verify` (which still sees the raw bytes).
+ *
+ * A body whose Content-Length is over the limit is refused at once, unread, and its connection closed:
+ * express.json reads such a body to its end before it answers, and a client that declares more than
+ * it sends then waits for an answer while the server waits for the rest, until the request times out.
+ */
 export function jsonBody(limit: string, verify?: Verify): RequestHandler {
-  return express.json({
-    limit,
+  const maxBytes = bytesOf(limit);
+  const parse = express.json({
+    limit: maxBytes,
     verify: (req, res, body, encoding) => {
       if (nestedDeeperThan(MAX_NESTING, utf8(body, encoding))) {
         throw new ApiError(400, 'invalid_json', `The body is nested deeper than ${MAX_NESTING} levels.`);
@@ -21,6 +28,22 @@ export function jsonBody(limit: string, verify?: Verify): RequestHandler {
       verify?.(req, res, body, encoding);
     },
   });
+  return (req, res, next) => {
+    if (Number(req.get('content-length')) > maxBytes) {
+      res.setHeader('connection', 'close');
+      throw new ApiError(413, 'payload_too_large', `The body is larger than ${maxBytes} bytes.`);
+    }
+    parse(req, res, next);
+  };
+}
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** A size as BODY_LIMIT gives it (`4mb`, `512kb`, `100000`), in bytes, as express.json reads it. */
+export function bytesOf(size: string): number {
+  const [, amount, unit] = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(size.trim()) ?? [];
+  if (amount === undefined) throw new Error(`not a size: ${size}`);
+  return Math.floor(Number(amount) * UNITS[(unit ?? 'b').toLowerCase()]!);
 }
 
 const QUOTE = 0x22;

@@ -4,7 +4,7 @@ import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
 import { errorAnswer, rawExchange } from './faults.ts';
 
 const WRONG_SHAPE = '00000000-0000-4000-8000-00000000bad0';
@@ -81,6 +81,13 @@ describe.each(backends)('errors on %s', (backend) => {
     it('answers 413 payload_too_large over the body limit', async () => {
       const res = await post(JSON.stringify({ email: 'a@b.dev', first_name: 'x'.repeat(20_000) }));
       expect(res).toMatchObject({ status: 413, body: errorBody(413, 'payload_too_large') });
+    });
+
+    it('answers 413 at once, and closes the connection, when the Content-Length is over the limit and the body has not come', async () => {
+      const head = `POST /contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: 20000\r\n\r\n{}`;
+      const said = await rawExchange(server.url, head);
+      expect(said).toMatch(/\r\nconnection: close\r\n/i);
+      expect(errorAnswer(said)).toEqual({ status: 413, body: { statusCode: 413, name: 'payload_too_large', message: 'The body is larger than 10240 bytes.' } });
     });
 
     it('answers 415 unsupported_media_type for a body that is not JSON', async () => {
