@@ -18,8 +18,22 @@ export function operationRouter(spec: OpenApiDocument, handlers: Handlers): Requ
     const handler = schema?.operationId === undefined ? undefined : byId[schema.operationId];
     if (!handler) return next();
     // Express gives each middleware the parameters of its own mount path ({} here): the operation's are the validator's.
-    req.params = pathParams ?? {};
+    req.params = asStored(pathParams ?? {});
+    asStored(req.query);
     return handler(req, res, next);
   };
+}
+
+const UUID_IN_ANY_CASE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Ids are made and stored in lower case, and a UUID is the same in any case (RFC 9562): one given in
+ * upper case, in the path or as a cursor, names what it names in lower case. Changes `values` in place.
+ */
+function asStored<T extends Record<string, unknown>>(values: T): T {
+  for (const [name, value] of Object.entries(values)) {
+    if (typeof value === 'string' && value !== value.toLowerCase() && UUID_IN_ANY_CASE.test(value)) (values as Record<string, unknown>)[name] = value.toLowerCase();
+  }
+  return values;
 }
 

@@ -74,6 +74,16 @@ describe.each(backends)('contacts on %s', (backend) => {
     expect((await page({ limit: 1, before: expected[0]! }))).toEqual({ object: 'list', has_more: false, data: [] });
   });
 
+  it('takes an id in upper case, in the path and as a cursor, for the same contact', async () => {
+    const mid = expected[123]!;
+    const upper = mid.toUpperCase();
+    expect((await page({ limit: 3, after: upper })).data.map((c) => c.id)).toEqual(expected.slice(124, 127));
+    expect((await page({ limit: 3, before: upper })).data.map((c) => c.id)).toEqual(expected.slice(120, 123));
+    const { data, response } = await server.client.GET('/contacts/{contact_id}', { params: { path: { contact_id: upper } } });
+    expect(response.status).toBe(200);
+    expect(data!.id).toBe(mid);
+  });
+
   it('without limit returns every contact in one response, has_more false', async () => {
     const body = await page({});
     expect(body.has_more).toBe(false);
