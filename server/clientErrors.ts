@@ -1,7 +1,8 @@
 // Requests Node's HTTP parser refuses before any of our code sees them: a malformed request line or
-// header, headers over Node's size limit, a client too slow to send its request. Node would answer
-// them with a bare status line; they get the contract's error body, as every other refusal does.
-import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
+// header, headers over Node's size limit, a client too slow to send its request, an HTTP/1.1 request
+// without Host, an Expect other than 100-continue. Node would answer them with a bare status line;
+// they get the contract's error body, as every other refusal does.
+import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorName } from './api.ts';
 
@@ -33,4 +34,27 @@ export function answerClientErrors(server: Server, timeouts: { headersMs: number
     // A client that does not read its answer is not waited for.
     setTimeout(() => socket.destroy(), 1000).unref();
   });
+}
+
+/**
+ * The app, behind the refusal of an HTTP/1.1 request without a Host header (RFC 9112 §3.2: a 400), which
+ * Node makes with an empty body unless its server is created with `requireHostHeader: false`.
+ */
+export function requiringHost(app: RequestListener): RequestListener {
+  return (req, res) => {
+    if (req.httpVersion === '1.1' && !req.headers.host) return refuse(res, 400, 'validation_error', 'The request has no Host header, which HTTP/1.1 requires.');
+    return app(req, res);
+  };
+}
+
+/** Answers an Expect header other than 100-continue (which Node answers itself) with 417, as Node does, with the error body. */
+export function answerExpectations(server: Server): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    refuse(res, 417, 'validation_error', 'The request expects what the server does not offer: the only Expect it meets is 100-continue.');
+  });
+}
+
+function refuse(res: ServerResponse, statusCode: number, name: ErrorName, message: string): void {
+  const body = JSON.stringify({ statusCode, message, name });
+  res.writeHead(statusCode, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
 }

@@ -7,7 +7,7 @@ import { ensureKey } from './apiKeys/key.ts';
 import { createApp } from './app.ts';
 import type { UnsubscribeLinks } from './broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
-import { answerClientErrors } from './clientErrors.ts';
+import { answerClientErrors, answerExpectations, requiringHost } from './clientErrors.ts';
 import { warnOfPlainHttp, type Config } from './config.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
@@ -96,10 +96,12 @@ function listen(app: express.Express, config: Config): Promise<Server> {
       keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the first two every 30 s by default: far too coarse for timeouts of a few seconds.
       connectionsCheckingInterval: Math.min(1000, headersTimeout || 1000),
+      requireHostHeader: false, // refused by requiringHost, with a body
     },
-    app,
+    requiringHost(app),
   );
   answerClientErrors(server, { headersMs: headersTimeout, requestMs: config.requestTimeoutMs });
+  answerExpectations(server);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -140,6 +140,17 @@ describe.each(backends)('errors on %s', (backend) => {
       }
     });
 
+    it('answers an HTTP/1.1 request without Host with 400, and an Expect other than 100-continue with 417, in the error format', async () => {
+      expect(errorAnswer(await rawExchange(server.url, 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n'))).toEqual({
+        status: 400,
+        body: { statusCode: 400, name: 'validation_error', message: 'The request has no Host header, which HTTP/1.1 requires.' },
+      });
+      const expecting = `POST /contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}`;
+      expect(errorAnswer(await rawExchange(server.url, expecting))).toEqual({ status: 417, body: errorBody(417, 'validation_error') });
+      // HTTP/1.0 has no Host requirement.
+      expect(await rawExchange(server.url, 'GET /health HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
+    });
+
     it('takes what the resend SDK sends: Content-Type: application/json on GETs and on empty-bodied requests', async () => {
       const get = await call('/contacts?limit=1', { headers: { 'content-type': 'application/json' } });
       expect(get.status).toBe(200);
