@@ -1,6 +1,6 @@
-// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded) → HEAD taken as GET → the validator's
+// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded; its refusal held) → HEAD taken as GET → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
-// → auth (key, rate limit, role) → idempotency → batch triage → the validator's request check → refusal of text the
+// → auth (key, rate limit, role) → the held refusal of the body → idempotency → batch triage → the validator's request check → refusal of text the
 // stores cannot keep → the matched operation's handler (server/operationRouter.ts) → one error handler (twice: see server/errors.ts).
 //
 // Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
@@ -31,7 +31,7 @@ import { contactHandlers } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contract.ts';
 import { errorHandler } from './errors.ts';
-import { jsonBody } from './jsonBody.ts';
+import { holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
 import { createMetrics } from './metrics.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
@@ -72,7 +72,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   const cors = crossOrigin(config.corsOrigins, spec);
   if (cors) app.use(cors);
   app.use(under(PAGE_PATHS, contractRoutes(metrics)), under(['/dashboard'], dashboardRoutes()));
-  app.use(jsonBody(config.bodyLimit, keepRawBody));
+  app.use(holdingRefusal(jsonBody(config.bodyLimit, keepRawBody)));
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm());
   compileRoutePatternsOnce();
@@ -82,7 +82,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(checkResponse);
   app.use(authenticate(spec, store));
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally));
-  app.use(authorize(spec));
+  app.use(authorize(spec), refuseHeldBody);
   const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, checkOf('EmailBatch'), checkOf('OutgoingEmail')));
   app.use(checkRequest, refuseUnstorableText);

@@ -105,3 +105,18 @@ function utf8(body: Buffer, encoding: string): Uint8Array {
     throw notText();
   }
 }
+
+/**
+ * `parse`, holding its refusal of a body (malformed, nested too deep, not text, an unknown encoding)
+ * until refuseHeldBody runs, after auth: a request without a valid key is answered 401 or 403 before
+ * its body is judged, as every other request is. A body over the limit is refused at once all the same.
+ */
+export function holdingRefusal(parse: RequestHandler): RequestHandler {
+  return (req, res, next) =>
+    parse(req, res, (refusal?: unknown) => {
+      if (refusal !== undefined) res.locals.bodyRefusal = refusal;
+      next();
+    });
+}
+
+export const refuseHeldBody: RequestHandler = (_req, res, next) => next(res.locals.bodyRefusal);

@@ -15,6 +15,8 @@ declare global {
     interface Locals {
       /** The request's x-request-id, repeated in every log line about it. */
       reqId: string;
+      /** Why the body parser refused the body, held until auth has judged the request (server/jsonBody.ts). */
+      bodyRefusal?: unknown;
       /** The authenticated key, from authenticate() on. */
       apiKey?: ApiKeyRecord;
       /** The Idempotency-Key claim this request holds, if it sent one. */

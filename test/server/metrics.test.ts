@@ -76,8 +76,8 @@ describe.each(backends)('metrics on %s', (backend) => {
     expect(sample(samples, 'mailroom_http_request_duration_seconds_bucket', { operation: 'createContact', status: '201', le: '+Inf' })).toBe(2);
 
     expect(sample(samples, 'mailroom_http_request_validation_failures_total', { operation: 'createContact', status: '422' })).toBe(1);
-    // Malformed JSON is refused before the operation is known.
-    expect(sample(samples, 'mailroom_http_request_validation_failures_total', { operation: 'unmatched', status: '400' })).toBe(1);
+    // Malformed JSON is refused after auth, so under the operation it was sent to.
+    expect(sample(samples, 'mailroom_http_request_validation_failures_total', { operation: 'createContact', status: '400' })).toBe(1);
     expect(sample(samples, 'mailroom_http_request_validation_failures_total', { operation: 'listContacts' })).toBeUndefined();
 
     // The scrape before this one is counted under its path.
