@@ -71,7 +71,10 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     case 'encoding.unsupported': // a Content-Encoding other than gzip, deflate, br or identity
       return new ApiError(415, 'unsupported_media_type', `The body's Content-Encoding, ${quoted(e.encoding ?? '')}, is not supported: send it as is, or with gzip, deflate or br.`);
     case 'charset.unsupported':
+      if (req.is('application/x-www-form-urlencoded')) return new ApiError(415, 'unsupported_media_type', `The form must be in UTF-8 or ISO-8859-1, not ${quoted(e.charset ?? '')}.`);
       return new ApiError(415, 'unsupported_media_type', `The body must be JSON in UTF-8 or UTF-16, not ${quoted(e.charset ?? '')}.`);
+    case 'parameters.too.many': // the unsubscribe form's fields, past their bound (server/unsubscribe/routes.ts)
+      return invalid('The form is refused: too many fields.');
   }
   // body-parser passes zlib's error on, as a 400, for a JSON body its Content-Encoding does not describe.
   const encoding = req.get('content-encoding');
@@ -104,6 +107,11 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   if (!item) return invalid(e.message);
   // The validator's routing, which could not decode the path's parameters (its own wording).
   if (item.message.startsWith('malformed uri')) return invalid('The path is not percent-encoded correctly (a % must be followed by two hexadecimal digits, encoding UTF-8).', 'invalid_parameter');
+  // The validator's multipart reader (multer), about the form as a whole: its path is the request's.
+  if (item.path === req.path) {
+    if (item.message.startsWith('multipart file(s) required')) return invalid('The body is not a well-formed multipart/form-data form.');
+    return invalid(`The form is refused: ${lowerFirst(item.message)}.`);
+  }
   const [, location, ...rest] = item.path.split('/');
   const field = rest.join('.') || 'body'; // an error about the body as a whole has no path below it
   const keyword = item.errorCode?.split('.')[0];

@@ -190,6 +190,21 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     const file = new FormData();
     file.set('upload', new Blob(['x'.repeat(100_000)]), 'big.bin');
     expect((await fetch(local, { method: 'POST', body: file })).status).toBe(413);
+
+    // Refusals of the form as a whole say so, in its own terms: not "too large" for 21 short fields,
+    // not the token named as a field, not JSON's charsets.
+    const refusal = async (res: Response) => ({ status: res.status, body: await res.json() });
+    const tooMany = { status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The form is refused: too many fields.' } };
+    const fields = Array.from({ length: 21 }, (_, i) => [`f${i}`, '1']);
+    expect(await refusal(await form(local, new URLSearchParams(fields).toString()))).toEqual(tooMany);
+    const many = new FormData();
+    for (const [name, value] of fields) many.set(name!, value!);
+    expect(await refusal(await fetch(local, { method: 'POST', body: many }))).toEqual(tooMany);
+    expect(await refusal(await form(local, '', 'multipart/form-data'))).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The body is not a well-formed multipart/form-data form.' } });
+    expect(await refusal(await form(local, undefined, 'application/x-www-form-urlencoded; charset=latin1'))).toEqual({
+      status: 415,
+      body: { statusCode: 415, name: 'unsupported_media_type', message: 'The form must be in UTF-8 or ISO-8859-1, not `latin1`.' },
+    });
   });
 
   it('answers 404 for a forged or altered token, and for a contact that is gone; 422 for one far too long', async () => {
