@@ -1265,6 +1265,8 @@ export interface components {
         };
         /** @description One address, or up to 50 of them. */
         Recipients: components["schemas"]["Mailbox"] | components["schemas"]["Mailbox"][];
+        /** @description One address, or a list of up to 50 (an empty list being none). */
+        OptionalRecipients: components["schemas"]["Mailbox"] | components["schemas"]["MailboxList"];
         /**
          * @description A value placed into a template.
          * @example Steve
@@ -1709,9 +1711,9 @@ export interface components {
             from?: components["schemas"]["Mailbox"];
             to: components["schemas"]["Recipients"];
             subject?: components["schemas"]["Subject"];
-            cc?: components["schemas"]["Recipients"];
-            bcc?: components["schemas"]["Recipients"];
-            reply_to?: components["schemas"]["Recipients"];
+            cc?: components["schemas"]["OptionalRecipients"];
+            bcc?: components["schemas"]["OptionalRecipients"];
+            reply_to?: components["schemas"]["OptionalRecipients"];
             html?: components["schemas"]["HtmlBody"];
             /** @description The plain-text body. Omitted, it is generated from `html`; empty, no plain-text part is sent. */
             text?: components["schemas"]["TextBody"];
@@ -1988,7 +1990,7 @@ export interface components {
             name?: components["schemas"]["BroadcastName"];
             from: components["schemas"]["Mailbox"];
             subject: components["schemas"]["Subject"];
-            reply_to?: components["schemas"]["Recipients"];
+            reply_to?: components["schemas"]["OptionalRecipients"];
             preview_text?: components["schemas"]["PreviewText"];
             /** @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
             html?: components["schemas"]["HtmlBody"];
@@ -2030,7 +2032,7 @@ export interface components {
             name?: components["schemas"]["BroadcastName"];
             from?: components["schemas"]["Mailbox"];
             subject?: components["schemas"]["Subject"];
-            reply_to?: components["schemas"]["Recipients"];
+            reply_to?: components["schemas"]["OptionalRecipients"];
             preview_text?: components["schemas"]["PreviewText"];
             /** @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME|fallback}}}`. */
             html?: components["schemas"]["HtmlBody"];
@@ -2154,7 +2156,7 @@ export interface components {
             from?: components["schemas"]["Mailbox"];
             /** @description The default subject, one line; may hold placeholders. */
             subject?: components["schemas"]["Subject"];
-            reply_to?: components["schemas"]["Recipients"];
+            reply_to?: components["schemas"]["OptionalRecipients"];
             /**
              * @description The HTML body, up to 1,000,000 characters; may hold placeholders `{{{NAME}}}` and
              *     `{{{NAME|fallback}}}`. Rendered, it must stay within the same bound.
@@ -2205,7 +2207,7 @@ export interface components {
             alias?: components["schemas"]["TemplateAlias"] | null;
             from?: components["schemas"]["Mailbox"] | null;
             subject?: components["schemas"]["Subject"] | null;
-            reply_to?: components["schemas"]["Recipients"] | null;
+            reply_to?: components["schemas"]["OptionalRecipients"] | null;
             /** @description The HTML body, up to 1,000,000 characters; may hold placeholders. */
             html?: components["schemas"]["HtmlBody"];
             /** @description The plain-text body, or null to generate it from `html` when sending. */

@@ -160,11 +160,12 @@ describe('the core limits are schema, not prose', () => {
     expect(batch).toMatchObject({ type: 'array', minItems: 1, maxItems: 100 });
   });
 
-  it('`to` takes one address or an array of at most 50; cc and bcc likewise', () => {
+  it('`to` takes one address or an array of 1 to 50; cc and bcc likewise, an empty array among them (as Resend takes it)', () => {
     for (const field of ['to', 'cc', 'bcc']) {
       const [recipients] = deref(item.properties[field], '');
-      const array = recipients.oneOf.find((s: Obj) => s.type === 'array');
+      const array = recipients.oneOf.map((s: Obj) => deref(s, '')[0]).find((s: Obj) => s.type === 'array');
       expect(array, field).toMatchObject({ maxItems: 50 });
+      expect(array.minItems ?? 0, field).toBe(field === 'to' ? 1 : 0);
     }
     expect(item.required).toContain('to');
     expect(item.additionalProperties).toBe(false);

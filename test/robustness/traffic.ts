@@ -232,11 +232,12 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 /**
  * Whether what the API returns keeps what was asked: every field of `asked` that the response schema
  * declares is there with the same value, a single address may come back as a one-item list, an empty
- * text as null. Nested objects (properties, variables) must match key for key. Returns what differs.
+ * text or an empty list of addresses as null. Nested objects (properties, variables) must match key for
+ * key. Returns what differs.
  */
 export function lost(asked: unknown, got: unknown, declared: Set<string>, depth = 0, at = ''): string[] {
   if (asked === got) return [];
-  if (asked === '' && got === null) return [];
+  if ((asked === '' || (Array.isArray(asked) && asked.length === 0)) && got === null) return [];
   if (typeof asked === 'string' && Array.isArray(got) && got.length === 1) return lost(asked, got[0], declared, depth, at);
   if (Array.isArray(asked) && Array.isArray(got)) {
     if (asked.length !== got.length) return [`${at}: ${asked.length} items asked, ${got.length} returned`];

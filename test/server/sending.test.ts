@@ -94,6 +94,32 @@ describe.each(backends)('sending on %s', (backend) => {
     });
   });
 
+  it('takes an empty cc, bcc or reply_to list as no address, as Resend does, on an email, a broadcast and a template', async () => {
+    const sent = await batch([email(1, { cc: [], bcc: [], reply_to: [] })]);
+    expect(sent.status).toBe(200);
+    const { data } = await server.client.GET('/emails/{email_id}', { params: { path: { email_id: sent.body.data[0].id } } });
+    expect(data).toMatchObject({ cc: null, bcc: null, reply_to: null });
+
+    const { data: segment } = await server.client.POST('/segments', { body: { name: 'Empty lists' } });
+    const { data: broadcast } = await server.client.POST('/broadcasts', { body: { segment_id: segment!.id, from: 'a@acme.dev', subject: 's', text: 't', reply_to: [] } });
+    const read = async () => (await server.client.GET('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: broadcast!.id } } })).data!;
+    expect((await read()).reply_to).toBeNull();
+    await server.client.PATCH('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: broadcast!.id } }, body: { reply_to: ['help@acme.dev'] } });
+    expect((await read()).reply_to).toEqual(['help@acme.dev']);
+    await server.client.PATCH('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: broadcast!.id } }, body: { reply_to: [] } });
+    expect((await read()).reply_to).toBeNull();
+
+    // An empty reply_to on a send is no reply-to, not the template's.
+    const { data: template } = await server.client.POST('/templates', { body: { name: 'Replying', html: '<p>x</p>', subject: 's', from: 'a@acme.dev', reply_to: 'help@acme.dev' } });
+    await server.client.POST('/templates/{template_id}/publish', { params: { path: { template_id: template!.id } } });
+    const [withDefault, without] = (await batch([{ to: 'a@b.dev', template: { id: template!.id } }, { to: 'a@b.dev', reply_to: [], template: { id: template!.id } }])).body.data;
+    const replyTo = async (id: string) => (await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id } } })).data!.reply_to;
+    expect(await replyTo(withDefault.id)).toEqual(['help@acme.dev']);
+    expect(await replyTo(without.id)).toBeNull();
+    await server.client.PATCH('/templates/{template_id}', { params: { path: { template_id: template!.id } }, body: { reply_to: [] } });
+    expect((await server.client.GET('/templates/{template_id}', { params: { path: { template_id: template!.id } } })).data!.reply_to).toBeNull();
+  });
+
   describe('templates', () => {
     beforeAll(async () => {
       const created = await server.client.POST('/templates', {

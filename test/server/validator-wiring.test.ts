@@ -137,9 +137,9 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
     const batch = [good, { to: 'b@example.com', subject: 'Hi', text: 'Hi', cc: 3 }];
     expect(await post(server, '/emails/batch', batch, { 'x-batch-validation': 'permissive' })).toEqual({
       status: 200,
-      body: { data: [{ id: expect.any(String) }], errors: [{ index: 1, message: 'The `cc` must be one address, or up to 50 of them.' }] },
+      body: { data: [{ id: expect.any(String) }], errors: [{ index: 1, message: 'The `cc` must be one address, or a list of up to 50 (an empty list being none).' }] },
     });
-    expect(await post(server, '/emails/batch', batch)).toMatchObject({ status: 422, body: { message: 'emails[1]: The `cc` must be one address, or up to 50 of them.' } });
+    expect(await post(server, '/emails/batch', batch)).toMatchObject({ status: 422, body: { message: 'emails[1]: The `cc` must be one address, or a list of up to 50 (an empty list being none).' } });
   });
 });
 
