@@ -27,6 +27,13 @@ export const databaseUnavailable = () =>
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 export const invalid = (message: string, name: ErrorName = 'validation_error') => new ApiError(422, name, message);
 
+/**
+ * The refusal of a single email that composeEmail worded: "Missing `x` field." is a
+ * missing_required_field, as the request check names a field the schema requires. (A batch names
+ * every refusal validation_error, with the email's index.)
+ */
+export const refusedEmail = (message: string) => invalid(message, message.startsWith('Missing `') ? 'missing_required_field' : 'validation_error');
+
 export function sendError(res: Response, error: ApiError): void {
   res.set(error.headers).status(error.statusCode).json({ statusCode: error.statusCode, message: error.message, name: error.errorName });
 }

@@ -5,7 +5,7 @@ import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
-import { ApiError, invalid, notFound } from '../errors.ts';
+import { ApiError, notFound, refusedEmail } from '../errors.ts';
 import type { EmailRecord, ListedEmail } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
@@ -31,7 +31,7 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handl
 
   const sendEmail: OperationHandler<'sendEmail'> = async (req, res) => {
     const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), new Date());
-    if (typeof composed === 'string') throw invalid(composed);
+    if (typeof composed === 'string') throw refusedEmail(composed);
     res.json(await accept(res, [composed], { id: composed.id }));
   };
 

@@ -53,6 +53,18 @@ describe.each(backends)('sending on %s', (backend) => {
     });
   });
 
+  it('names a missing field of a single email missing_required_field, whether the schema or a template would have given it; a batch, validation_error', async () => {
+    const single = (body: unknown) => server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((res) => res.json());
+    const { from: _from, ...noFrom } = email(1);
+    const { to: _to, ...noTo } = email(1);
+    const { html: _html, ...noBody } = email(1);
+    for (const [body, field] of [[noFrom, '`from`'], [noTo, '`to`'], [noBody, '`html` or `text`']] as const) {
+      expect(await single(body)).toEqual({ statusCode: 422, name: 'missing_required_field', message: `Missing ${field} field.` });
+      expect((await batch([email(2), body])).body).toEqual({ statusCode: 422, name: 'validation_error', message: `emails[1]: Missing ${field} field.` });
+    }
+    expect((await single({ ...email(1), from: 'not an address' })).name).toBe('validation_error');
+  });
+
   describe('permissive mode', () => {
     it('sends the good emails of 100 and reports bad ones at the first, middle and last index', async () => {
       const before = await countEmails();
