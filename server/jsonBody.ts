@@ -40,7 +40,7 @@ export function jsonBody(limit: string, verify?: Verify): RequestHandler {
 const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
 
 /** A size as BODY_LIMIT gives it (`4mb`, `512kb`, `100000`), in bytes, as express.json reads it. */
-export function bytesOf(size: string): number {
+function bytesOf(size: string): number {
   const [, amount, unit] = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(size.trim()) ?? [];
   if (amount === undefined) throw new Error(`not a size: ${size}`);
   return Math.floor(Number(amount) * UNITS[(unit ?? 'b').toLowerCase()]!);

@@ -36,4 +36,3 @@ function asStored<T extends Record<string, unknown>>(values: T): T {
   }
   return values;
 }
-

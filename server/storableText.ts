@@ -29,7 +29,7 @@ function unstorable(text: string): string | undefined {
   return undefined;
 }
 
-/** The first string in `value` (a parsed JSON body, or parameters) that a store would not keep as given. */
+/** The first string (or number that is not finite) in `value`, a parsed JSON body or parameters, that a store would not keep as given. */
 export function findUnstorableText(value: unknown, path: string[] = []): TextFault | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: [...path], problem: 'must be a finite number' };
   if (typeof value === 'string') {
