@@ -2534,6 +2534,8 @@ export interface components {
             last_name: string | null;
             /** @description Whether the contact is unsubscribed from every broadcast. */
             unsubscribed: boolean;
+            /** @description The segments the contact was in when the event happened (for `contact.deleted`, just before), in the order it joined them. */
+            segment_ids: components["schemas"]["Uuid"][];
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
         };

@@ -63,7 +63,7 @@ export class RecipientStore {
       const updated_at = at.toISOString();
       const changed = await tx.updateTable('contacts').set({ unsubscribed: 1, updated_at }).where('id', '=', contactId).where('unsubscribed', '=', 0).returningAll().executeTakeFirst();
       if (changed) {
-        await this.events.record(tx, [contactEvent('contact.updated', changed, updated_at)]);
+        await this.events.record(tx, [await contactEvent(tx, 'contact.updated', changed, updated_at)]);
         return true;
       }
       return (await tx.selectFrom('contacts').select('id').where('id', '=', contactId).executeTakeFirst()) !== undefined;

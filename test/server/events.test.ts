@@ -199,7 +199,7 @@ describe.each(backends)('events on %s', (backend) => {
           type: 'contact.created',
           email_id: null,
           contact_id: id,
-          data: { id, email, first_name: 'Ada', last_name: null, unsubscribed: false, created_at: stored.created_at, updated_at: stored.updated_at },
+          data: { id, email, first_name: 'Ada', last_name: null, unsubscribed: false, segment_ids: [], created_at: stored.created_at, updated_at: stored.updated_at },
           created_at: stored.created_at,
         },
       ]);
@@ -214,7 +214,11 @@ describe.each(backends)('events on %s', (backend) => {
       expect(inSegment.status).toBe(201);
       const legacy = await call('POST', `/audiences/${segment}/contacts`, { email: `legacy-${backend}@example.com` });
       expect(legacy.status).toBe(201);
-      for (const id of [inSegment.body.id, legacy.body.id]) expect((await eventsOf('contact_id', id)).map((e) => e.type)).toEqual(['contact.created']);
+      for (const id of [inSegment.body.id, legacy.body.id]) {
+        const events = await eventsOf('contact_id', id);
+        expect(events.map((e) => e.type)).toEqual(['contact.created']);
+        expect(events[0]!.data).toMatchObject({ segment_ids: [segment] });
+      }
       // A refused create (an unknown segment) keeps nothing, its event included.
       const refused = await call('POST', '/contacts', { email: `refused-${backend}@example.com`, segments: [randomUUID()] });
       expect(refused.status).toBe(422);
@@ -230,7 +234,7 @@ describe.each(backends)('events on %s', (backend) => {
       expect((await call('DELETE', `/contacts/grace-${backend}@example.com`)).status).toBe(200);
       const events = await eventsOf('contact_id', id);
       expect(events.map((e) => e.type)).toEqual(['contact.created', 'contact.updated', 'contact.deleted']);
-      const after = { id, email: `grace-${backend}@example.com`, first_name: 'Grace', last_name: 'Hopper', unsubscribed: true, created_at: updated.created_at, updated_at: updated.updated_at };
+      const after = { id, email: `grace-${backend}@example.com`, first_name: 'Grace', last_name: 'Hopper', unsubscribed: true, segment_ids: [], created_at: updated.created_at, updated_at: updated.updated_at };
       expect(events[1]!.data).toEqual(after);
       expect(events[1]!.created_at).toBe(updated.updated_at);
       expect(events[2]!.data).toEqual(after);
@@ -238,6 +242,20 @@ describe.each(backends)('events on %s', (backend) => {
       expect((await call('PATCH', `/contacts/${id}`, { first_name: 'Again' })).status).toBe(404);
       expect((await call('DELETE', `/contacts/${id}`)).status).toBe(404);
       expect(await eventsOf('contact_id', id)).toHaveLength(3);
+    });
+
+    it('names the segments a contact is in, in the order it joined them, in each event; in contact.deleted those it was in', async () => {
+      const [first, second] = [await addSegment(db()), await addSegment(db())];
+      const { body } = await call('POST', '/contacts', { email: `member-${backend}@example.com`, segments: [first] });
+      expect((await call('POST', `/contacts/${body.id}/segments/${second}`)).status).toBe(200);
+      expect((await call('PATCH', `/contacts/${body.id}`, { first_name: 'Joined' })).status).toBe(200);
+      expect((await call('DELETE', `/contacts/${body.id}`)).status).toBe(200);
+      const events = await eventsOf('contact_id', body.id);
+      expect(events.map((e) => [e.type, e.data.segment_ids])).toEqual([
+        ['contact.created', [first]],
+        ['contact.updated', [first, second]],
+        ['contact.deleted', [first, second]],
+      ]);
     });
 
     it('records contact.updated when a one-click unsubscribe takes a contact off everything, once however often it is posted', async () => {

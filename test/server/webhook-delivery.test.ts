@@ -72,7 +72,7 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     const inbox = await receiver();
     const { id, signing_secret } = await webhook(inbox.url, ['email.sent', 'email.bounced', 'email.delivery_delayed', 'contact.created']);
     const email = emailRecord({ tags: JSON.stringify([{ name: 'category', value: 'welcome' }]), headers: JSON.stringify({ 'X-Entity-Ref-ID': 'order-1' }), message_id: '<m1@acme.dev>' });
-    const contact = { id: crypto.randomUUID(), email: 'c@example.com', first_name: 'Ada', last_name: null, unsubscribed: false, created_at: email.created_at, updated_at: email.created_at };
+    const contact = { id: crypto.randomUUID(), email: 'c@example.com', first_name: 'Ada', last_name: null, unsubscribed: false, segment_ids: [crypto.randomUUID()], created_at: email.created_at, updated_at: email.created_at };
     await recordEvents(
       server.store,
       [
