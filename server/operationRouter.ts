@@ -5,6 +5,7 @@
 import type { RequestHandler } from 'express';
 import type { OperationHandler, OperationId } from './api.ts';
 import { operationsOf, type OpenApiDocument } from './contract.ts';
+import { UUID_FORM } from './store/timeOrderedId.ts';
 
 /** A resource's handlers, by the operationId each answers (those that answer other than JSON, such as a page, as plain handlers). */
 export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHandler<any> };
@@ -24,15 +25,13 @@ export function operationRouter(spec: OpenApiDocument, handlers: Handlers): Requ
   };
 }
 
-const UUID_IN_ANY_CASE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * Ids are made and stored in lower case, and a UUID is the same in any case (RFC 9562): one given in
  * upper case, in the path or as a cursor, names what it names in lower case. Changes `values` in place.
  */
 function asStored<T extends Record<string, unknown>>(values: T): T {
   for (const [name, value] of Object.entries(values)) {
-    if (typeof value === 'string' && value !== value.toLowerCase() && UUID_IN_ANY_CASE.test(value)) (values as Record<string, unknown>)[name] = value.toLowerCase();
+    if (typeof value === 'string' && value !== value.toLowerCase() && UUID_FORM.test(value)) (values as Record<string, unknown>)[name] = value.toLowerCase();
   }
   return values;
 }

@@ -5,6 +5,7 @@
 // contact, another topic) makes it fail. Ids are UUIDs, packed as 16 bytes each to keep URLs short.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Store } from '../store/index.ts';
+import { UUID_FORM } from '../store/timeOrderedId.ts';
 
 export interface UnsubscribeTarget {
   contactId: string;
@@ -15,7 +16,6 @@ export interface UnsubscribeTarget {
 }
 
 const SCOPES = ['topic', 'broadcast'] as const;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAC_BYTES = 32;
 const PAYLOAD_BYTES = 1 + 16 + 16;
 // Keeps these MACs apart from anything else the same secret might ever sign.
@@ -72,7 +72,7 @@ export async function unsubscribeTokens(store: Store, configured: string | undef
 }
 
 function uuidBytes(id: string): Buffer {
-  if (!UUID.test(id)) throw new Error(`not a UUID: ${id}`);
+  if (!UUID_FORM.test(id)) throw new Error(`not a UUID: ${id}`);
   return Buffer.from(id.replaceAll('-', ''), 'hex');
 }
 

@@ -6,6 +6,9 @@
 // few pages rather than one per email. They are still UUIDs (`format: uuid`).
 import { randomUUID } from 'node:crypto';
 
+/** The form of every id here, a UUID, in either letter case. */
+export const UUID_FORM = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 let lastMs = 0;
 let sequence = 0;
 
