@@ -110,6 +110,17 @@ function url(protocols: string[]) {
 
 const matching = (pattern: RegExp, message: string) => (value: string) => (pattern.test(value) ? value : new Refusal(message));
 
+/** A size as BODY_LIMIT gives it: `4mb`, `512kb`, `100000`. */
+const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i;
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** Such a size in bytes, as express.json reads it. */
+export function bytesOf(size: string): number {
+  const [, amount, unit] = SIZE.exec(size) ?? [];
+  if (amount === undefined) throw new Error(`not a size: ${size}`);
+  return Math.floor(Number(amount) * UNITS[(unit ?? 'b').toLowerCase()]!);
+}
+
 /** Reads a value, then makes it what the configuration holds, unless it was refused. */
 const then =
   <T, U>(read: (value: string) => T | Refusal, make: (value: T) => U) =>
@@ -133,7 +144,7 @@ const VARIABLES = {
   MAILROOM_API_KEY: optional(text),
   LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
-  BODY_LIMIT: variable(matching(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
+  BODY_LIMIT: variable(matching(SIZE, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
   RATE_LIMIT_PER_SECOND: variable(whole(), 10),
   SMTP_URL: optional(url(['smtp:', 'smtps:'])),
   SMTP_FINAL: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),

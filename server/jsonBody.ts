@@ -4,6 +4,7 @@
 // counting brackets outside strings, refuses such a body with 400 invalid_json first.
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
+import { bytesOf } from './config.ts';
 import { ApiError } from './errors.ts';
 
 export const MAX_NESTING = 64;
@@ -35,15 +36,6 @@ export function jsonBody(limit: string, verify?: Verify): RequestHandler {
     }
     parse(req, res, next);
   };
-}
-
-const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
-
-/** A size as BODY_LIMIT gives it (`4mb`, `512kb`, `100000`), in bytes, as express.json reads it. */
-function bytesOf(size: string): number {
-  const [, amount, unit] = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(size.trim()) ?? [];
-  if (amount === undefined) throw new Error(`not a size: ${size}`);
-  return Math.floor(Number(amount) * UNITS[(unit ?? 'b').toLowerCase()]!);
 }
 
 const QUOTE = 0x22;
