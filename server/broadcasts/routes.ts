@@ -1,7 +1,7 @@
 // Broadcasts: list, create (and send at once), retrieve, change and delete drafts, send, cancel.
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, RequestBody } from '../api.ts';
-import { invalidMailbox, mailboxList, storedMailboxList } from '../emails/mailbox.ts';
+import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
 import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
@@ -38,7 +38,7 @@ export function broadcastHandlers(store: Store): Handlers {
       segment_id: (segment_id ?? audience_id)!,
       from_address: from,
       subject,
-      reply_to: storedMailboxList(reply_to),
+      reply_to: mailboxColumn(mailboxList(reply_to)),
       preview_text: preview_text ?? null,
       html: html ?? null,
       text: text ?? null,
@@ -70,7 +70,7 @@ export function broadcastHandlers(store: Store): Handlers {
       ...(name !== undefined && { name }),
       ...(from !== undefined && { from_address: from }),
       ...(subject !== undefined && { subject }),
-      ...(reply_to !== undefined && { reply_to: storedMailboxList(reply_to) }),
+      ...(reply_to !== undefined && { reply_to: mailboxColumn(mailboxList(reply_to)) }),
       ...(preview_text !== undefined && { preview_text }),
       ...(html !== undefined && { html }),
       ...(text !== undefined && { text }),

@@ -9,7 +9,7 @@ import { timeOrderedId } from '../store/timeOrderedId.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
 import { RenderError, typeMismatch, variableMap } from '../templates/render.ts';
 import { quoted } from '../quoted.ts';
-import { invalidMailbox, mailboxList as list } from './mailbox.ts';
+import { invalidMailbox, mailboxColumn, mailboxList as list } from './mailbox.ts';
 
 export type OutgoingEmail = Schemas['OutgoingEmail'];
 export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;
@@ -51,14 +51,13 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   if (repeated) return repeated;
 
   const at = now.toISOString();
-  const json = (values: string[]) => (values.length ? JSON.stringify(values) : null);
   return {
     id: timeOrderedId(),
     from_address: from,
     to_addresses: JSON.stringify(to),
-    cc: json(cc),
-    bcc: json(bcc),
-    reply_to: json(replyTos),
+    cc: mailboxColumn(cc),
+    bcc: mailboxColumn(bcc),
+    reply_to: mailboxColumn(replyTos),
     subject,
     html,
     text,

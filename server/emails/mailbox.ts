@@ -64,8 +64,5 @@ export function invalidMailbox(field: string, values: readonly string[]): string
 /** One address or a list of them, as the API takes them, as a list. */
 export const mailboxList = (value: string | readonly string[] | undefined | null): string[] => (value === undefined || value === null ? [] : [value].flat());
 
-/** One address or a list of them as a column keeps them: a JSON list, or null for none (an empty list too). */
-export function storedMailboxList(value: string | readonly string[] | undefined | null): string | null {
-  const list = mailboxList(value);
-  return list.length ? JSON.stringify(list) : null;
-}
+/** A list of addresses as a column keeps it: JSON, or null for none. */
+export const mailboxColumn = (list: readonly string[]): string | null => (list.length ? JSON.stringify(list) : null);

@@ -1,7 +1,7 @@
 // Templates: create a draft, change it, publish it, list, retrieve and delete them by id or alias.
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
-import { invalidMailbox, mailboxList, storedMailboxList } from '../emails/mailbox.ts';
+import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../errors.ts';
 import { quoted } from '../quoted.ts';
 import { cursorOf, listing } from '../paging.ts';
@@ -26,7 +26,7 @@ export function templateHandlers(store: Store): Handlers {
       status: 'draft',
       from_address: from ?? null,
       subject: subject ?? null,
-      reply_to: storedMailboxList(reply_to),
+      reply_to: mailboxColumn(mailboxList(reply_to)),
       html,
       text: text ?? null,
       variables: storedVariables(variables),
@@ -59,7 +59,7 @@ export function templateHandlers(store: Store): Handlers {
         ...(alias !== undefined && { alias }),
         ...(from !== undefined && { from_address: from }),
         ...(subject !== undefined && { subject }),
-        ...(reply_to !== undefined && { reply_to: storedMailboxList(reply_to) }),
+        ...(reply_to !== undefined && { reply_to: mailboxColumn(mailboxList(reply_to)) }),
         ...(html !== undefined && { html }),
         ...(text !== undefined && { text }),
         ...(variables !== undefined && { variables: storedVariables(variables) }),
