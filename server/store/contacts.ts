@@ -53,7 +53,7 @@ export class ContactStore {
     return this.db.transaction().execute(async (tx) => {
       if (!joins) {
         const found = await insertOrFind(tx, record);
-        if (found.created) await this.events.record(tx, [await contactEvent(tx, 'contact.created', found.record, record.created_at)]);
+        if (found.created) await this.events.record(tx, [contactEvent('contact.created', found.record, [], record.created_at)]);
         return found;
       }
       await requireSegments(tx, this.database.dialect, joins.segments);
@@ -64,7 +64,7 @@ export class ContactStore {
         await saveChoices(tx, found.record.id, joins.topics, record.created_at);
       }
       // Created with its memberships and choices: the event goes out with the contact complete.
-      if (found.created) await this.events.record(tx, [await contactEvent(tx, 'contact.created', found.record, record.created_at)]);
+      if (found.created) await this.events.record(tx, [contactEvent('contact.created', found.record, await segmentsOf(tx, found.record.id), record.created_at)]);
       return found;
     });
   }
@@ -85,7 +85,7 @@ export class ContactStore {
       const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
       const updated = await tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
-      await this.events.record(tx, [await contactEvent(tx, 'contact.updated', updated, updated.updated_at)]);
+      await this.events.record(tx, [contactEvent('contact.updated', updated, await segmentsOf(tx, updated.id), updated.updated_at)]);
       return updated;
     });
   }
@@ -98,7 +98,7 @@ export class ContactStore {
       const deleted = await tx.deleteFrom('contacts').where(by, '=', value).returningAll().executeTakeFirst();
       if (!deleted) return undefined;
       // The event before the memberships go: it names the segments the contact was in.
-      await this.events.record(tx, [await contactEvent(tx, 'contact.deleted', deleted, at.toISOString())]);
+      await this.events.record(tx, [contactEvent('contact.deleted', deleted, await segmentsOf(tx, deleted.id), at.toISOString())]);
       await tx.deleteFrom('segment_contacts').where('contact_id', '=', deleted.id).execute();
       await tx.deleteFrom('contact_topics').where('contact_id', '=', deleted.id).execute();
       return deleted.id;
@@ -127,13 +127,18 @@ export function contactPosition(db: Kysely<Tables>): Order['position'] {
 
 /**
  * A contact's event: the contact as the change left it (as it was, for a deletion), in the fields a
- * webhook's `data` carries, with the segments it is in as `tx` sees them.
+ * webhook's `data` carries, with the segments it is in (segmentsOf).
  */
-export async function contactEvent(tx: Kysely<Tables>, type: Extract<EventType, `contact.${string}`>, contact: ContactRecord, created_at: string): Promise<NewEvent> {
-  const segments = await tx.selectFrom('segment_contacts').select('segment_id').where('contact_id', '=', contact.id).orderBy('created_at').orderBy('segment_id').execute();
+export function contactEvent(type: Extract<EventType, `contact.${string}`>, contact: ContactRecord, segment_ids: string[], created_at: string): NewEvent {
   const { id, email, first_name, last_name, unsubscribed, updated_at } = contact;
-  const data = { id, email, first_name, last_name, unsubscribed: Boolean(unsubscribed), segment_ids: segments.map((row) => row.segment_id), created_at: contact.created_at, updated_at };
+  const data = { id, email, first_name, last_name, unsubscribed: Boolean(unsubscribed), segment_ids, created_at: contact.created_at, updated_at };
   return { type, contact_id: id, data, created_at };
+}
+
+/** The segments the contact is in as `tx` sees them, in the order it joined them. */
+export async function segmentsOf(tx: Kysely<Tables>, contactId: string): Promise<string[]> {
+  const rows = await tx.selectFrom('segment_contacts').select('segment_id').where('contact_id', '=', contactId).orderBy('created_at').orderBy('segment_id').execute();
+  return rows.map((row) => row.segment_id);
 }
 
 /** A listed contact's place in newest-first order. */

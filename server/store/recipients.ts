@@ -1,7 +1,7 @@
 // What a broadcast's emails need at delivery, read for a whole claimed batch at once (one query for
 // the contacts, one for their topic choices), and the unsubscribe links' two changes.
 import type { Kysely } from 'kysely';
-import { contactEvent } from './contacts.ts';
+import { contactEvent, segmentsOf } from './contacts.ts';
 import type { ContactTable, Tables, TopicTable } from './database.ts';
 import type { EventStore } from './events.ts';
 
@@ -63,7 +63,7 @@ export class RecipientStore {
       const updated_at = at.toISOString();
       const changed = await tx.updateTable('contacts').set({ unsubscribed: 1, updated_at }).where('id', '=', contactId).where('unsubscribed', '=', 0).returningAll().executeTakeFirst();
       if (changed) {
-        await this.events.record(tx, [await contactEvent(tx, 'contact.updated', changed, updated_at)]);
+        await this.events.record(tx, [contactEvent('contact.updated', changed, await segmentsOf(tx, changed.id), updated_at)]);
         return true;
       }
       return (await tx.selectFrom('contacts').select('id').where('id', '=', contactId).executeTakeFirst()) !== undefined;
