@@ -57,6 +57,6 @@ export function refused(refusal: Refusal, move: keyof typeof ALLOWED): ApiError 
     case 'topic':
       return invalid(`The topic \`${refusal.topicId}\` does not exist; create it or give another \`topic_id\`.`);
     case 'body':
-      return invalid('The broadcast has neither `html` nor `text`; give one of them before sending it.');
+      return invalid('The broadcast has no body: `html` and `text` are both missing or empty; give one of them before sending it.');
   }
 }

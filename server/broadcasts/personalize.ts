@@ -22,7 +22,7 @@ const MARKS = /[\uE000\uE001]/g;
 const MARKED = /\uE000(\d+)\uE001/g;
 
 export function prepareBroadcast(broadcast: Pick<BroadcastRecord, 'subject' | 'html' | 'text'>): PreparedBroadcast {
-  const html = broadcast.html === null ? null : parseParts(broadcast.html);
+  const html = broadcast.html ? parseParts(broadcast.html) : null; // none when empty, as for single emails
   let text: Part[] | null;
   if (broadcast.text !== null) text = broadcast.text === '' ? null : parseParts(broadcast.text);
   else text = html && textFromHtml(html);

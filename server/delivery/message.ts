@@ -66,7 +66,8 @@ export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMe
     // ORCPT goes on every RCPT TO alike, so it can name the recipient only when there is one.
     ...(bounceDomain && { dsn: { id: email.id, return: 'headers', notify: ['failure', 'delay'], ...(recipients.length === 1 && { recipient: recipients[0] }) } }),
     subject: email.subject,
-    ...(email.html !== null && { html: email.html }),
+    // An empty html part would be what mail clients show, over the text: none is sent.
+    ...(email.html ? { html: email.html } : {}),
     ...(text !== undefined && { text }),
     headers: email.headers === null ? undefined : JSON.parse(email.headers),
     date: new Date(email.created_at),

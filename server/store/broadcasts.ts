@@ -37,13 +37,13 @@ class Refused extends Error {
 const PENDING: EmailEvent[] = ['queued', 'delivery_delayed'];
 type Db = Kysely<Tables> | Transaction<Tables>;
 
-/** The broadcast can go: a draft whose segment (and topic, if it has one) exist, with a body. */
+/** The broadcast can go: a draft whose segment (and topic, if it has one) exist, with a body not empty. */
 const sendable = (eb: ExpressionBuilder<Tables, 'broadcasts'>) =>
   eb.and([
     eb('broadcasts.status', '=', 'draft'),
     eb.exists(eb.selectFrom('segments').select('segments.id').whereRef('segments.id', '=', 'broadcasts.segment_id')),
     eb.or([eb('broadcasts.topic_id', 'is', null), eb.exists(eb.selectFrom('topics').select('topics.id').whereRef('topics.id', '=', 'broadcasts.topic_id'))]),
-    eb.or([eb('broadcasts.html', 'is not', null), eb('broadcasts.text', 'is not', null)]),
+    eb.or([eb('broadcasts.html', '<>', ''), eb('broadcasts.text', '<>', '')]),
   ]);
 
 export class BroadcastStore {
@@ -183,7 +183,7 @@ export class BroadcastStore {
     if (record.topic_id !== null && !(await db.selectFrom('topics').select('id').where('id', '=', record.topic_id).executeTakeFirst())) {
       return { refused: 'topic', topicId: record.topic_id };
     }
-    if (record.html === null && record.text === null) return { refused: 'body' };
+    if (!record.html && !record.text) return { refused: 'body' };
     // Sendable now: it changed between the move and this look; the caller's move lost the race.
     return { refused: 'status', status: record.status };
   }

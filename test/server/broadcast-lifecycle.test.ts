@@ -180,6 +180,18 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     expect((await call('POST', `/broadcasts/${withTopic}/send`)).status).toBe(200);
   });
 
+  it('refuses to send a draft whose html and text were changed to empty, and sends it once one is given', async () => {
+    const id = await draft({ text: 'Hi' });
+    expect((await call('PATCH', `/broadcasts/${id}`, { html: '', text: '' })).status).toBe(200);
+    expect(await call('POST', `/broadcasts/${id}/send`)).toEqual({
+      status: 422,
+      body: { statusCode: 422, name: 'validation_error', message: 'The broadcast has no body: `html` and `text` are both missing or empty; give one of them before sending it.' },
+    });
+    expect((await read(id)).status).toBe('draft');
+    expect((await call('PATCH', `/broadcasts/${id}`, { text: 'Hi again' })).status).toBe(200);
+    expect((await call('POST', `/broadcasts/${id}/send`)).status).toBe(200);
+  });
+
   it('cancels a scheduled broadcast, and only a scheduled or queued one', async () => {
     const id = await draft();
     expect((await call('POST', `/broadcasts/${id}/cancel`)).status).toBe(422);

@@ -55,6 +55,16 @@ describe.each(backends)('broadcasts on %s', (backend) => {
     expect(noSegment.response.status).toBe(422);
     const noBody = await server.client.POST('/broadcasts', { body: { ...base, segment_id: SEGMENT } });
     expect(noBody.response.status).toBe(422);
+    // A draft may be saved with empty bodies, but not sent: the send refuses it, and nothing is stored.
+    const segment = (await server.client.POST('/segments', { body: { name: 'Empty bodies' } })).data!.id;
+    for (const empty of [{ html: '' }, { text: '' }, { html: '', text: '' }]) {
+      const emptyBody = await server.client.POST('/broadcasts', { body: { ...base, segment_id: segment, ...empty, send: true } });
+      expect(emptyBody.error).toEqual({ statusCode: 422, name: 'validation_error', message: 'The broadcast has no body: `html` and `text` are both missing or empty; give one of them before sending it.' });
+    }
+    const listed = (await server.client.GET('/broadcasts')).data!.data;
+    expect(listed.filter((broadcast) => broadcast.segment_id === segment)).toEqual([]);
+    // One body not empty is enough.
+    expect((await server.client.POST('/broadcasts', { body: { ...base, segment_id: segment, html: '', text: 'plain', send: true } })).response.status).toBe(201);
     const twoSegments = await server.client.POST('/broadcasts', { body: { ...base, text: 't', segment_id: SEGMENT, audience_id: randomUUID() } });
     expect(twoSegments.error).toMatchObject({ statusCode: 422, name: 'validation_error', message: expect.stringContaining('`audience_id`') });
   });

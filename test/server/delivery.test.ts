@@ -38,11 +38,11 @@ describe.each(backends)('delivery on %s', (backend) => {
   const lastEvent = async (id: string) => (await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id } } })).data?.last_event;
   const worker = (options = fast) => track(new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, options));
 
-  it('delivers MIME with display names, cc, bcc in the envelope only, reply-to, custom headers and a generated text part', async () => {
+  it('delivers MIME with display names, cc, bcc in the envelope only, reply-to, custom headers, a generated text part, and no empty html part', async () => {
     await server.client.POST('/templates', { body: { name: 'Receipt', alias: `receipt-${backend}`, subject: 'Receipt {{{ORDER}}}', from: 'Shop <shop@acme.dev>', html: '<p>Order <b>{{{ORDER}}}</b> for {{{NAME|you}}}</p>' } });
     await server.client.POST('/templates/{template_id}/publish', { params: { path: { template_id: `receipt-${backend}` } } });
     const received = sink.received.length;
-    const [plain, textOnly, templated] = await send([
+    const [plain, textOnly, templated, emptyHtml] = await send([
       {
         from: 'Acme Team <team@acme.dev>',
         to: ['Steve Wozniak <steve@example.com>', 'ada@example.com'],
@@ -55,10 +55,12 @@ describe.each(backends)('delivery on %s', (backend) => {
       },
       { from: 'team@acme.dev', to: 'plain@example.com', subject: 'Plain', text: 'Just text.' },
       { to: 'ann@example.com', template: { id: `receipt-${backend}`, variables: { ORDER: '42' } } },
+      // An empty html part would be what mail clients show in place of the text.
+      { from: 'team@acme.dev', to: 'empty@example.com', subject: 'Empty html', html: '', text: 'The text.' },
     ]);
     const w = worker();
-    expect(await w.runOnce()).toBe(3);
-    await sink.waitFor(received + 3);
+    expect(await w.runOnce()).toBe(4);
+    await sink.waitFor(received + 4);
     const byId = (id: string) => sink.received.find((r) => r.mail.messageId?.startsWith(`<${id}@`))!;
 
     const first = byId(plain!);
@@ -76,6 +78,11 @@ describe.each(backends)('delivery on %s', (backend) => {
     const second = byId(textOnly!);
     expect(second.mail.text?.trim()).toBe('Just text.');
     expect(second.mail.html).toBe(false);
+
+    const fourth = byId(emptyHtml!);
+    expect(fourth.mail.text?.trim()).toBe('The text.');
+    expect(fourth.mail.html).toBe(false);
+    expect(fourth.raw).not.toMatch(/text\/html/);
 
     const third = byId(templated!);
     expect(third.mail.subject).toBe('Receipt 42');
