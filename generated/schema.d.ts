@@ -2104,6 +2104,7 @@ export interface components {
              * @enum {string}
              */
             type: "string" | "number";
+            /** @description A string or a number, as `type` says, used when a send gives no value; or null for none. */
             fallback_value?: components["schemas"]["TemplateVariableValue"] | null;
         };
         /**

@@ -100,6 +100,9 @@ function checkVariables(variables: Variables): void {
   const keys = variables.map((v) => v.key);
   const repeated = keys.find((key, i) => keys.indexOf(key) !== i);
   if (repeated) throw invalid(`The template variable \`${repeated}\` is declared twice.`);
+  // A fallback stands in for a value given at send, so it must be what such a value must be.
+  const mistyped = variables.find((v) => v.fallback_value != null && typeof v.fallback_value !== v.type);
+  if (mistyped) throw invalid(`The \`fallback_value\` of the template variable \`${mistyped.key}\` must be a ${mistyped.type}, as its \`type\` says.`);
 }
 
 const storedVariables = (variables: Variables) => JSON.stringify(variables.map((v) => ({ key: v.key, type: v.type, fallback_value: v.fallback_value ?? null })));

@@ -64,6 +64,17 @@ describe.each(backends)('templates on %s', (backend) => {
     expect((await call('GET', `/templates/${other}`)).body.name).toBe('holder');
   });
 
+  it("refuses a fallback that is not of its variable's type, as the same value given at send is refused", async () => {
+    const mistyped = (key: string, type: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message: `The \`fallback_value\` of the template variable \`${key}\` must be a ${type}, as its \`type\` says.` } });
+    const numberWithText = [{ key: 'COUNT', type: 'number', fallback_value: 'not a number' }];
+    expect(await call('POST', '/templates', { name: 'n', html: '<p>{{{COUNT}}}</p>', variables: numberWithText })).toEqual(mistyped('COUNT', 'number'));
+    const id = await create('typed', { variables: [{ key: 'NAME', type: 'string', fallback_value: 'there' }, { key: 'COUNT', type: 'number', fallback_value: 3 }] });
+    expect(await call('PATCH', `/templates/${id}`, { variables: [{ key: 'NAME', type: 'string', fallback_value: 5 }] })).toEqual(mistyped('NAME', 'string'));
+    expect(await call('PATCH', `/templates/${id}`, { variables: numberWithText })).toEqual(mistyped('COUNT', 'number'));
+    expect((await call('GET', `/templates/${id}`)).body.variables).toEqual([{ key: 'NAME', type: 'string', fallback_value: 'there' }, { key: 'COUNT', type: 'number', fallback_value: 3 }]);
+    expect((await call('PATCH', `/templates/${id}`, { variables: [{ key: 'COUNT', type: 'number', fallback_value: null }] })).status).toBe(200);
+  });
+
   it('deletes a template; an email sent from it stays as it was', async () => {
     const id = await create('short-lived', { subject: 'Bye', from: 'hello@acme.dev' });
     await call('POST', `/templates/${id}/publish`);
