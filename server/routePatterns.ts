@@ -10,7 +10,9 @@
 //   that middleware reads `expressRouteMap` off the context it is given for each request; it is given
 //   a context whose map is the request's few routes, in the contract's order, so the first match is
 //   the one the whole list gives.
-// test/server/validator-wiring.test.ts fails if the validator stops reading either as it does.
+// It also gives path-to-regexp the validator's `strict` in the words it now reads (`trailing`), so
+// that the app's `strict routing` holds for operations. test/server/validator-wiring.test.ts fails if
+// the validator stops reading either as it does.
 import { createRequire } from 'node:module';
 import type { RequestHandler } from 'express';
 
@@ -39,7 +41,9 @@ export function compileRoutePatternsOnce(): void {
     const slot = (sensitive ? 1 : 0) + (strict ? 2 : 0);
     let byOptions = compiled.get(path);
     if (!byOptions) compiled.set(path, (byOptions = []));
-    return (byOptions[slot] ??= compile(path, options));
+    // The validator passes Express 4's `strict`, which path-to-regexp 8 no longer reads: its `trailing`
+    // is what says whether a trailing slash may follow.
+    return (byOptions[slot] ??= compile(path, { sensitive, trailing: !strict }));
   }) as PathToRegexp;
   metadataModule.applyOpenApiMetadata = (context, responseApiDoc) => {
     const routesFor = routesByFirstSegment(context.expressRouteMap);

@@ -53,6 +53,10 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     const got = await resend.emails.get(sent.data!.id);
     expect(got.error).toBeNull();
     expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued', message_id: null });
+    // An empty id asks for `/emails/`, which is not the list.
+    for (const empty of [await resend.emails.get(''), await resend.broadcasts.get(''), await resend.templates.get('')]) {
+      expect(empty).toMatchObject({ data: null, error: { statusCode: 404, name: 'not_found' } });
+    }
   });
 
   it('emails.list: newest first, paged with limit and after', async () => {

@@ -1,5 +1,6 @@
 // One validation path: how createApp takes express-openapi-validator apart, pinned. These fail first if
 // an upgrade renames its middlewares, reorders them, or builds its Ajv with other options or formats.
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -49,6 +50,9 @@ describe('one validation path: the validator as createApp takes it apart', () =>
     expect(pathToRegexp('/contacts/:id', { strict: true, sensitive: false })).not.toBe(pathToRegexp('/contacts/:id', { strict: false, sensitive: false }));
     const lookup = readFileSync(createRequire(import.meta.url).resolve('express-openapi-validator/dist/middlewares/openapi.metadata.js'), 'utf8');
     expect(lookup).toContain('(0, path_to_regexp_1.pathToRegexp)(expressRoute, pathOpts)');
+    // The validator's `strict` (the app's `strict routing`) reaches path-to-regexp as `trailing`.
+    expect(pathToRegexp('/contacts/:id', { strict: true, sensitive: false }).regexp.test('/contacts/1/')).toBe(false);
+    expect(pathToRegexp('/contacts/:id', { strict: false, sensitive: false }).regexp.test('/contacts/1/')).toBe(true);
   });
 
   it("tries only a request's own routes, read off the context at each request, which it gets from the metadata module's exports", () => {
@@ -130,6 +134,14 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
   it('routes before auth: an unknown path is 404 and a wrong method 405 without a key', async () => {
     expect((await server.request('/domains', { headers: { authorization: '' } })).status).toBe(404);
     expect((await server.request('/contacts', { method: 'PUT', headers: { authorization: '' } })).status).toBe(405);
+  });
+
+  it('takes a trailing slash as another path: `GET /emails/` (an SDK getting the id "") is no list, but 404', async () => {
+    for (const [method, path] of [['GET', '/emails/'], ['GET', '/contacts/'], ['DELETE', '/contacts/'], ['GET', `/broadcasts/${randomUUID()}/`], ['GET', '/health/']]) {
+      const res = await server.request(path!, { method });
+      expect({ method, path, status: res.status, body: await res.json() }).toEqual({ method, path, status: 404, body: { statusCode: 404, name: 'not_found', message: `No route for ${method} ${path}.` } });
+    }
+    expect((await server.request('/emails')).status).toBe(200);
   });
 
   it('triages a batch before the whole-batch check: permissive mode sends the good email, strict names the bad one', async () => {
