@@ -33,7 +33,7 @@ const first = (fromServer?.thread ?? 0) === 0;
 if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const store = await openStore(config, logger);
 const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
-const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal }) : captureTransport();
+const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal, timeoutMs: config.delivery.leaseMs / 2 }) : captureTransport();
 const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
 const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
 const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);

@@ -25,12 +25,24 @@ export interface Transport {
 
 /** Connections held open to the relay. */
 export const RELAY_CONNECTIONS = 5;
+/** The longest wait for the relay, at any step of a send, unless told (half the default lease). */
+const RELAY_TIMEOUT_MS = 30_000;
 
-export function smtpTransport(smtpUrl: string, { final = false, maxConnections = RELAY_CONNECTIONS }: { final?: boolean; maxConnections?: number } = {}): Transport {
+/**
+ * `timeoutMs` bounds each wait for the relay: to connect, for its greeting, and for each reply (the
+ * one after the message included). Keep it under the delivery lease: a send still waiting when the
+ * lease runs out is sent again by another worker. nodemailer's own default is 10 minutes, during which
+ * one hung connection held up every email claimed with it.
+ */
+export function smtpTransport(
+  smtpUrl: string,
+  { final = false, maxConnections = RELAY_CONNECTIONS, timeoutMs = RELAY_TIMEOUT_MS }: { final?: boolean; maxConnections?: number; timeoutMs?: number } = {},
+): Transport {
   const url = new URL(smtpUrl);
   if (!url.searchParams.has('pool')) url.searchParams.set('pool', 'true');
   if (!url.searchParams.has('maxConnections')) url.searchParams.set('maxConnections', String(maxConnections));
-  const transporter = createTransport(url.toString());
+  // The URL's own settings, if any, win over these.
+  const transporter = createTransport({ url: url.toString(), connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
   return {
     final,
     send: async (message) => {

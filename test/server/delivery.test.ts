@@ -111,6 +111,27 @@ describe.each(backends)('delivery on %s', (backend) => {
     sink.refuse = () => undefined;
   });
 
+  it('gives up on a relay that never answers a message within the transport timeout, and sends the email on retry', async () => {
+    const hung = await startSmtpSink();
+    hung.hang = (attempt) => attempt === 1;
+    try {
+      const [id] = await send([{ from: 'team@acme.dev', to: 'hung@example.com', subject: 'Hung', text: 'Once more.' }]);
+      const w = track(new DeliveryWorker(server.store, smtpTransport(hung.url, { timeoutMs: 300 }), quiet, fast));
+      const started = Date.now();
+      expect(await w.runOnce()).toBe(1);
+      // nodemailer's own default would have waited 10 minutes.
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const { data } = await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id! } } });
+      expect(data).toMatchObject({ last_event: 'delivery_delayed' });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await w.runOnce()).toBe(1);
+      await hung.waitFor(1);
+      expect(await lastEvent(id!)).toBe('sent');
+    } finally {
+      await hung.close();
+    }
+  });
+
   it('bounces at once on a permanent 550, without retrying', async () => {
     sink.refuse = () => 550;
     const [id] = await send([{ from: 'a@acme.dev', to: 'gone@example.com', subject: 'Gone', text: 'x' }]);

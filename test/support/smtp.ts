@@ -18,6 +18,8 @@ export interface SmtpSink {
   refuse: (attempt: number) => number | undefined;
   /** Decides each recipient's fate at RCPT TO: undefined accepts it, a number refuses it with that reply code. */
   refuseRecipient: (address: string) => number | undefined;
+  /** Whether to take the message and never answer it, as a hung relay: the client must give up. */
+  hang: (attempt: number) => boolean;
   /** Waits until `count` messages have arrived. */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -30,6 +32,7 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
     received: [],
     refuse: () => undefined,
     refuseRecipient: () => undefined,
+    hang: () => false,
     waitFor: async (count, timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs;
       while (sink.received.length < count) {
@@ -54,7 +57,9 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', async () => {
-        const code = sink.refuse(++attempts);
+        const attempt = ++attempts;
+        if (sink.hang(attempt)) return;
+        const code = sink.refuse(attempt);
         if (code) {
           const error = Object.assign(new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later'), { responseCode: code });
           return callback(error);
