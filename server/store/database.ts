@@ -266,14 +266,15 @@ export interface PoolUsage {
 
 /**
  * Whether an error means the database could not be reached or answered in time (so the request changed
- * nothing and may be sent again), rather than that the query was wrong: PostgreSQL's connection and
- * operator-intervention classes (08, 57), a socket refused, reset or timed out, a pool that gave no
- * connection in time, a statement past its time limit, or SQLite still locked after its busy timeout.
+ * nothing and may be sent again), rather than that the query was wrong: PostgreSQL's connection,
+ * insufficient-resources and operator-intervention classes (08, 53: too many connections, disk full;
+ * 57), a database not accepting connections, a socket refused, reset or timed out, a pool that gave
+ * no connection in time, a statement past its time limit, or SQLite still locked after its busy timeout.
  */
 export function isUnavailable(error: unknown): boolean {
   const { code, message = '' } = (error ?? {}) as { code?: unknown; message?: string };
-  if (typeof code === 'string' && (/^(08|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error/.test(message);
+  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message);
 }
 
 export interface DatabaseOptions {

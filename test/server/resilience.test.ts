@@ -87,6 +87,43 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: health while Postgre
   });
 });
 
+describe.skipIf(!backends.includes('postgres'))('PostgreSQL refusing connections: too many for the role', () => {
+  const role = `mailroom_limited_${randomUUID().slice(0, 8)}`;
+  let server: TestServer;
+  let schema: Awaited<ReturnType<typeof namedSchema>>;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    await client.query(statement).finally(() => client.end());
+  };
+  beforeAll(async () => {
+    schema = await namedSchema();
+    await admin(`create role ${role} login connection limit 2`);
+    await admin(`grant all on schema ${new URL(schema.url).searchParams.get('options')!.split('=')[1]} to ${role}`);
+    server = await startTestServer('postgres', { config: { databaseUrl: schema.url.replace('//postgres@', `//${role}@`) } });
+  });
+  afterAll(async () => {
+    await server.close();
+    await schema.drop();
+    await admin(`drop role ${role}`);
+  });
+
+  it('answers 503 service_unavailable with Retry-After, not 500, while PostgreSQL refuses more connections (53300)', async () => {
+    const answers = await Promise.all(Array.from({ length: 12 }, () => server.request('/contacts?limit=5')));
+    const statuses = answers.map((answer) => answer.status);
+    expect(statuses.every((status) => status === 200 || status === 503), statuses.join(',')).toBe(true);
+    const refused = answers.filter((answer) => answer.status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const answer of refused) {
+      expect(answer.headers.get('retry-after')).toBe('1');
+      expect(await answer.json()).toEqual({ statusCode: 503, name: 'service_unavailable', message: 'The database cannot be reached right now; try again shortly.' });
+    }
+    await admin(`alter role ${role} connection limit -1`);
+    const later = await Promise.all(Array.from({ length: 12 }, () => server.request('/contacts?limit=5')));
+    expect(later.map((answer) => answer.status)).toEqual(Array(12).fill(200));
+  });
+});
+
 describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server that stops answering', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof postgresProxy>>;
