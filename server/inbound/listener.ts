@@ -8,7 +8,6 @@ import type { Logger } from 'pino';
 import type { SMTPServerAddress } from 'smtp-server';
 import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
 import { bounced, complained, delayed, delivered } from '../delivery/report.ts';
-import { isUnavailable } from '../store/database.ts';
 import type { Store } from '../store/index.ts';
 import type { ReportOutcome } from '../store/reports.ts';
 import { readReport, type DsnRecipient, type Report } from './report.ts';
@@ -42,7 +41,12 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
     logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      let bytes = 0;
+      // Past the limit the rest is read and thrown away: the message is refused whole at its end.
+      stream.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes <= maxBytes) chunks.push(chunk);
+      });
       stream.on('end', () => {
         if ((stream as unknown as { sizeExceeded?: boolean }).sizeExceeded) {
           return callback(Object.assign(new Error(`Message exceeds the limit of ${maxBytes} bytes`), { responseCode: 552 }));
@@ -68,7 +72,7 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
   return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-/** Reads one message and records what it reports; rejects only when the database is away. */
+/** Reads one message and records what it reports; rejects when that could not be recorded. */
 async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<void> {
   let report: Report;
   try {
@@ -79,13 +83,10 @@ async function receive(store: Store, logger: Logger, raw: Buffer, recipients: st
   }
   if (report.kind === 'other') return void logger.info({ why: report.why }, 'inbound mail ignored: not a report');
   if (!report.emailId) return void logger.info({ kind: report.kind }, 'inbound report ignored: it names no email');
-  try {
-    const outcome = await record(store, report, report.emailId);
-    logger.info({ kind: report.kind, emailId: report.emailId, outcome }, 'inbound report');
-  } catch (err) {
-    if (isUnavailable(err)) throw err;
-    logger.error({ err, emailId: report.emailId }, 'inbound report dropped: recording it failed');
-  }
+  // A report that could not be recorded is refused for now (451), whatever the reason: the sender
+  // tries again, and a report it was told was taken is never dropped.
+  const outcome = await record(store, report, report.emailId);
+  logger.info({ kind: report.kind, emailId: report.emailId, outcome }, 'inbound report');
 }
 
 function record(store: Store, report: Exclude<Report, { kind: 'other' }>, emailId: string): Promise<ReportOutcome | 'nothing to record'> {

@@ -7,12 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { createTransport } from 'nodemailer';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { smtpTransport } from '../../server/delivery/transport.ts';
 import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
 import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
+import { openStore } from '../../server/store/index.ts';
 import { backends } from '../support/backends.ts';
 import { startServerProcess } from '../support/process.ts';
 import { arf, dsn } from '../support/reports.ts';
@@ -229,6 +231,26 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     } finally {
       transport.close();
       await small.close();
+    }
+  });
+});
+
+describe('a report the listener cannot record', () => {
+  it('is refused for now with 451, so that the sender tries again, rather than taken and dropped', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-unrecordable-'));
+    const store = await openStore({ dataDir });
+    // A real database fault: the table every report is read against is gone.
+    await sql`drop table emails`.execute(store.database.db);
+    const inbound = await startInbound(store, quiet, { port: 0, host: '127.0.0.1' });
+    const transport = createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
+    try {
+      const raw = dsn({ emailId: crypto.randomUUID(), recipients: [{ address: 'gone@example.com', action: 'failed', status: '5.1.1' }] });
+      await expect(transport.sendMail({ envelope: { from: '', to: [`bounces+x@${BOUNCE_DOMAIN}`] }, raw })).rejects.toMatchObject({ responseCode: 451 });
+    } finally {
+      transport.close();
+      await inbound.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
