@@ -87,6 +87,7 @@ function settleWhenEnded(res: Response, claim: IdempotencyClaim, store: Store, l
   const end = res.end;
   res.end = function (this: Response, ...args: unknown[]) {
     res.end = end;
+    store.idempotency.settled(claim);
     if (claim.completed) return end.apply(this, args as never);
     store.idempotency
       .release(claim)

@@ -29,6 +29,9 @@ export class ClaimLostError extends Error {
 }
 
 export class IdempotencyStore {
+  /** The claims of this process whose requests are still running, by record. */
+  private readonly running = new Set<string>();
+
   constructor(
     private readonly db: Kysely<Tables>,
     private readonly holders: ClaimHolder,
@@ -50,7 +53,10 @@ export class IdempotencyStore {
         .onConflict((oc) => oc.columns(['owner', 'scope', 'key']).doNothing())
         .returning('key')
         .executeTakeFirst();
-      if (inserted) return { claim: { ...id, holder } };
+      if (inserted) {
+        this.running.add(recordOf(id));
+        return { claim: { ...id, holder } };
+      }
       const held = await this.find(id);
       if (!held) continue; // released or taken over and done with between the two statements
       if (!(await this.givesWay(held, holder, at, abandoned))) return { held };
@@ -70,7 +76,9 @@ export class IdempotencyStore {
     if (held.expires_at <= at) return true;
     if (held.state !== 'in_flight') return false;
     if (held.created_at <= abandoned) return true;
-    if (held.holder === holder) return false; // another request of this process, still running
+    // This process's own claim gives way only if no request of it holds it still: one left behind
+    // when giving it back failed (the database away as the request ended).
+    if (held.holder === holder) return !this.running.has(recordOf(held));
     return held.holder === null || !(await this.holders.isAlive(held.holder));
   }
 
@@ -93,6 +101,11 @@ export class IdempotencyStore {
     if (Number(result.numUpdatedRows) !== 1) throw new ClaimLostError();
   }
 
+  /** The request holding the claim has ended, whether its claim was completed, given back, or neither. */
+  settled(claim: HeldClaim): void {
+    this.running.delete(recordOf(claim));
+  }
+
   /** Gives the key back: the request ended without creating anything. */
   async release(claim: HeldClaim): Promise<void> {
     await this.db
@@ -113,6 +126,8 @@ export class IdempotencyStore {
     return this.holders.close();
   }
 }
+
+const recordOf = ({ owner, scope, key }: IdempotencyKey) => JSON.stringify([owner, scope, key]);
 
 /** The record of one key: (owner, scope, key) is its primary key. */
 const sameKey = ({ owner, scope, key }: IdempotencyKey) => (eb: ExpressionBuilder<Tables, 'idempotency_records'>) => eb.and({ owner, scope, key });

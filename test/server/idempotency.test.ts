@@ -257,6 +257,18 @@ describe.each(backends)('finding 12: claims held by a process, on %s', (backend:
     expect(await storedIds(first, 'taken over')).toEqual([row.id]);
   });
 
+  it("takes over its own claim once the request holding it has ended: one left behind when giving it back failed", async () => {
+    const mine = await claim(first, 'left-behind');
+    expect('claim' in mine).toBe(true);
+    // The request is still running: a retry of it waits (409 concurrent_idempotent_requests).
+    expect(await claim(first, 'left-behind')).toMatchObject({ held: { state: 'in_flight' } });
+    // It ended, and its release never reached the database: the retry runs, rather than meeting 409 for minutes.
+    first.idempotency.settled((mine as { claim: HeldClaim }).claim);
+    expect('claim' in (await claim(first, 'left-behind'))).toBe(true);
+    // Another live process still waits for it.
+    expect(await claim(second, 'left-behind')).toMatchObject({ held: { state: 'in_flight' } });
+  });
+
   it.runIf(backend === 'postgres')('takes the lock again when its session drops; meanwhile its claims can be taken over', async () => {
     const mine = await claim(first, 'dropped-session');
     const holder = (mine as { claim: HeldClaim }).claim.holder;
