@@ -1,8 +1,8 @@
 // Rate limiting per API key, as Resend does it: a one-second window of N requests per key; every
 // response from the point the key is known says where the key stands (RateLimit-Limit, -Remaining,
 // -Reset), and a request over the limit gets 429 rate_limit_exceeded with Retry-After. On PostgreSQL
-// the counters live in the database (rate-limiter-flexible's RateLimiterPostgres, over our own pool,
-// in the table migration 0003 made), so every process sharing it shares the limit; on SQLite they live
+// the counters live in the database (rate-limiter-flexible's RateLimiterPostgres, over a few
+// connections of its own, in the table migration 0003 made), so every process sharing it shares the limit; on SQLite they live
 // in this process.
 //
 // When the shared counters cannot be reached in time, requests are not refused or held for that
@@ -32,7 +32,10 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger, count
     store.database.dialect === 'postgres'
       ? new RateLimiterPostgres({
           ...options,
-          storeClient: poolOf(store.database.db),
+          // Connections of its own, whose statements give up at the database when this process stops
+          // waiting for them: a counter row held locked would otherwise keep a pool connection per
+          // request until the statement timeout, and soon every request would wait for one.
+          storeClient: poolOf(store.database.quickConnections?.({ max: 3, statementTimeoutMs: SHARED_TIMEOUT_MS }) ?? store.database.db),
           storeType: 'pool',
           tableName: 'rate_limits',
           tableCreated: true,
@@ -87,10 +90,7 @@ export function rateLimit(perSecond: number, store: Store, logger: Logger, count
   };
 }
 
-/**
- * What RateLimiterPostgres needs of a pg pool (`query` answering rows and rowCount), served by our
- * kysely instance: the limiter shares the store's pool, its settings and its connections.
- */
+/** What RateLimiterPostgres needs of a pg pool (`query` answering rows and rowCount), served by a kysely instance. */
 function poolOf(db: Kysely<Tables>) {
   return {
     async query({ text, values }: { text: string; values?: unknown[] }) {

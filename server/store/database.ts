@@ -253,6 +253,12 @@ export interface Database {
   dialect: DialectName;
   /** PostgreSQL: the connection pool's counts right now, for /metrics; SQLite has no pool. */
   poolUsage?(): PoolUsage;
+  /**
+   * PostgreSQL: a few connections of their own, whose statements the server ends after
+   * `statementTimeoutMs`, for work that must give up quickly without taking the pool's connections
+   * (closed with the database). SQLite has no pool.
+   */
+  quickConnections?(options: { max: number; statementTimeoutMs: number }): Kysely<Tables>;
   close(): Promise<void>;
 }
 
@@ -322,28 +328,41 @@ let pgLoading: ReturnType<typeof loadPg> | undefined;
 // PostgreSQL better-sqlite3 (a few MB of memory in every thread that opens a store).
 async function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Promise<Database> {
   const pg = await loadPg();
-  const statementMs = options.databaseStatementTimeoutMs ?? 30_000;
-  const pool = new pg.Pool({
-    connectionString,
-    max: 10,
-    Client: pooledClient(pg.Client),
-    connectionTimeoutMillis: options.databaseConnectTimeoutMs ?? 5_000,
-    // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
-    statement_timeout: statementMs,
-    idle_in_transaction_session_timeout: statementMs,
-    // ...and a server or network that stopped answering at all is given up on here, a little later.
-    query_timeout: statementMs && statementMs + 5_000,
-    keepAlive: true,
-  });
-  // A connection that breaks while idle in the pool (the server restarted, or an administrator ended
-  // it) is reported here; unheard, it would take the process down. The pool has dropped it already.
-  pool.on('error', (err) => logger.warn({ err }, 'an idle database connection was lost; the pool will open another'));
-  // One that breaks while checked out fails the query that is using it, or the next one; the pool then
-  // drops it. This listener only keeps the event from being an uncaught exception.
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const openPool = (max: number, connectMs: number, statementMs: number) => {
+    const pool = new pg.Pool({
+      connectionString,
+      max,
+      Client: pooledClient(pg.Client),
+      connectionTimeoutMillis: connectMs,
+      // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
+      statement_timeout: statementMs,
+      idle_in_transaction_session_timeout: statementMs,
+      // ...and a server or network that stopped answering at all is given up on here, a little later.
+      query_timeout: statementMs && statementMs + 5_000,
+      keepAlive: true,
+    });
+    // A connection that breaks while idle in the pool (the server restarted, or an administrator ended
+    // it) is reported here; unheard, it would take the process down. The pool has dropped it already.
+    pool.on('error', (err) => logger.warn({ err }, 'an idle database connection was lost; the pool will open another'));
+    // One that breaks while checked out fails the query that is using it, or the next one; the pool then
+    // drops it. This listener only keeps the event from being an uncaught exception.
+    pool.on('connect', (client) => client.on('error', () => {}));
+    return pool;
+  };
+  const pool = openPool(10, options.databaseConnectTimeoutMs ?? 5_000, options.databaseStatementTimeoutMs ?? 30_000);
   const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const poolUsage = (): PoolUsage => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
-  return { db, dialect: 'postgres', poolUsage, close: () => db.destroy() };
+  const quick: Kysely<Tables>[] = [];
+  const quickConnections = ({ max, statementTimeoutMs }: { max: number; statementTimeoutMs: number }) => {
+    const made = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: openPool(max, statementTimeoutMs, statementTimeoutMs) }) });
+    quick.push(made);
+    return made;
+  };
+  const close = async () => {
+    await Promise.all(quick.map((made) => made.destroy()));
+    await db.destroy();
+  };
+  return { db, dialect: 'postgres', poolUsage, quickConnections, close };
 }
 
 /**

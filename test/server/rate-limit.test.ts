@@ -189,3 +189,31 @@ describe.runIf(backends.includes('postgres'))('rate limiting: one limit shared b
     expect(counts).toEqual([PER_SECOND, PER_SECOND, PER_SECOND]);
   });
 });
+
+describe.runIf(backends.includes('postgres'))('rate limiting: a counter row held locked on PostgreSQL', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('postgres', { config: { rateLimitPerSecond: 1000, databaseConnectTimeoutMs: 1000 } });
+  });
+  afterAll(() => server.close());
+
+  it("serves every request, this key's counted in the process, other keys' alike, rather than wait for connections", async () => {
+    expect((await server.request('/contacts?limit=1')).status).toBe(200);
+    const { key: other } = await createKey(server.store, 'other', 'full_access');
+    // Another session holds the key's counter row, as a stuck process might.
+    const locker = new pg.Client({ connectionString: server.config.databaseUrl });
+    await locker.connect();
+    await locker.query('begin');
+    expect((await locker.query('select key from rate_limits for update')).rowCount).toBe(1);
+    try {
+      const answers = await Promise.all([
+        ...Array.from({ length: 16 }, () => server.request('/contacts?limit=1')),
+        ...Array.from({ length: 8 }, () => server.request('/contacts?limit=1', { headers: { authorization: `Bearer ${other}` } })),
+      ]);
+      expect(answers.map((answer) => answer.status)).toEqual(Array(24).fill(200));
+    } finally {
+      await locker.query('rollback');
+      await locker.end();
+    }
+  });
+});
