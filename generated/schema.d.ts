@@ -2679,7 +2679,7 @@ export interface components {
             name: components["schemas"]["ApiKeyName"];
             permission: components["schemas"]["ApiKeyPermission"];
             created_at: components["schemas"]["Timestamp"];
-            /** @description When the key last authenticated a request, to the minute, or null if never. */
+            /** @description When the key last authenticated a request, to the minute (never before `created_at`), or null if never. */
             last_used_at: components["schemas"]["Timestamp"] | null;
         };
         /** @description A list of API keys, newest first. */

@@ -28,9 +28,11 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
       throw new ApiError(403, 'invalid_api_key', 'API key is invalid.');
     }
     res.locals.apiKey = record;
-    // Last use is kept to the minute, so a key is written at most about once a minute, not per request.
+    // Last use is kept to the minute, so a key is written at most about once a minute, not per request;
+    // in the minute the key was made, as its creation, so that it is never used before it was made.
     const minute = `${new Date().toISOString().slice(0, 16)}:00.000Z`;
-    if (record.last_used_at === null || record.last_used_at < minute) await store.apiKeys.touch(record.id, minute);
+    const usedAt = minute < record.created_at ? record.created_at : minute;
+    if (record.last_used_at === null || record.last_used_at < usedAt) await store.apiKeys.touch(record.id, usedAt);
     next();
   };
 }
