@@ -53,8 +53,14 @@ export function match(pattern: string, path: string): Record<string, string> | n
   if (want.length !== got.length) return null;
   const params: Record<string, string> = {};
   for (const [i, part] of want.entries()) {
-    if (part.startsWith(':')) params[part.slice(1)] = decodeURIComponent(got[i]!);
-    else if (part !== got[i]) return null;
+    if (part.startsWith(':')) {
+      // A part that is not well-formed percent-encoding names nothing: no page matches it.
+      try {
+        params[part.slice(1)] = decodeURIComponent(got[i]!);
+      } catch {
+        return null;
+      }
+    } else if (part !== got[i]) return null;
   }
   return params;
 }

@@ -75,5 +75,7 @@ export function dashboardRoutes(): Router {
   return router
     .get('/dashboard/assets/dashboard.js', (req, res) => send(res.set('Cache-Control', immutable), req.get('accept-encoding'), script))
     .get('/dashboard/assets/dashboard.css', (req, res) => send(res.set('Cache-Control', immutable), req.get('accept-encoding'), style))
-    .get(['/dashboard', '/dashboard/*rest'], (req, res) => send(res.set('Cache-Control', 'no-cache'), req.get('accept-encoding'), page));
+    // Every other path under /dashboard is a page of the app, which reads the path itself: a route with
+    // a parameter would have Express decode it, and answer a malformed one with an error instead.
+    .use('/dashboard', (req, res, next) => (req.method === 'GET' || req.method === 'HEAD' ? send(res.set('Cache-Control', 'no-cache'), req.get('accept-encoding'), page) : next()));
 }
