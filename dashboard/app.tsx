@@ -1,5 +1,5 @@
 // The dashboard's frame: sign-in until there is a key, then the navigation and the page the URL names.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { apiKeyRoutes } from './pages/apiKeys.tsx';
 import { broadcastRoutes } from './pages/broadcasts.tsx';
 import { contactRoutes } from './pages/contacts.tsx';
@@ -41,7 +41,7 @@ const SECTIONS = [
 
 export function App() {
   return (
-    <SessionProvider signIn={(onSignedIn) => <SignIn onSignedIn={onSignedIn} />}>
+    <SessionProvider signIn={(onSignedIn, ended) => <SignIn onSignedIn={onSignedIn} ended={ended} />}>
       <Frame />
     </SessionProvider>
   );
@@ -49,8 +49,12 @@ export function App() {
 
 function Frame() {
   const { signOut } = useSession();
-  const { path } = useLocation();
-  if (path === '/') navigate('/contacts', { replace: true });
+  const { path: at } = useLocation();
+  // The dashboard's root is the contacts page; its URL says so once the page has rendered.
+  const path = at === '/' ? '/contacts' : at;
+  useEffect(() => {
+    if (at === '/') navigate('/contacts', { replace: true });
+  }, [at]);
   const found = ROUTES.map((route) => ({ route, params: match(route.path, path) })).find(({ params }) => params);
   return (
     <div class="frame">
@@ -90,9 +94,9 @@ function NotFound() {
   );
 }
 
-function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
+function SignIn({ onSignedIn, ended }: { onSignedIn: (key: string) => void; ended: string | null }) {
   const [key, setKey] = useState('');
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, setError] = useState<MailroomError | Error | null>(ended ? new Error(ended) : null);
   const [checking, setChecking] = useState(false);
   return (
     <main id="main" class="sign-in">

@@ -31,27 +31,39 @@ export async function checkKey(apiKey: string): Promise<MailroomError | null> {
   return error ?? null;
 }
 
-export function SessionProvider({ signIn, children }: { signIn: (onSignedIn: (key: string) => void) => ComponentChildren; children: ComponentChildren }) {
-  const [key, setKey] = useState<string | null>(() => sessionStorage.getItem(STORAGE_KEY));
-  const [session, setSession] = useState<Session | null>(() => (key ? open(key) : null));
+/** Why the last session ended other than by signing out, for the sign-in page to say. */
+export const KEY_REFUSED = 'The key you signed in with is no longer valid (it may have been revoked). Sign in with another full access key.';
+
+export function SessionProvider({
+  signIn,
+  children,
+}: {
+  signIn: (onSignedIn: (key: string) => void, ended: string | null) => ComponentChildren;
+  children: ComponentChildren;
+}) {
+  const [ended, setEnded] = useState<string | null>(null);
+  const [session, setSession] = useState<Session | null>(() => {
+    const key = sessionStorage.getItem(STORAGE_KEY);
+    return key ? open(key) : null;
+  });
 
   function open(apiKey: string): Session {
-    return {
-      client: connect(apiKey),
-      signOut() {
-        sessionStorage.removeItem(STORAGE_KEY);
-        setKey(null);
-        setSession(null);
-      },
+    const end = (why: string | null) => {
+      sessionStorage.removeItem(STORAGE_KEY);
+      setEnded(why);
+      setSession(null);
     };
+    // A key refused mid-session (revoked elsewhere) signs out, saying why, rather than leave every page
+    // failing behind a session that looks signed in.
+    return { client: connect(apiKey, () => end(KEY_REFUSED)), signOut: () => end(null) };
   }
 
   if (!session) {
     return signIn((apiKey) => {
       sessionStorage.setItem(STORAGE_KEY, apiKey);
-      setKey(apiKey);
+      setEnded(null);
       setSession(open(apiKey));
-    });
+    }, ended);
   }
   return <SessionContext.Provider value={session}>{children}</SessionContext.Provider>;
 }

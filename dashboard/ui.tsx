@@ -1,7 +1,7 @@
 // The pieces every page is made of. Each form control has a visible label naming its field, actions
 // are buttons with words, an API error is shown next to its form, and a list shows that it is loading.
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useId, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { MailroomError } from './api.ts';
 import { Link, navigate, useLocation } from './router.tsx';
 
@@ -81,6 +81,35 @@ export function Checkbox({ label, checked, onValue }: { label: string; checked: 
   );
 }
 
+/**
+ * A form whose submission runs one at a time: while `onSubmit` is running, another submit (a double
+ * click, Enter pressed twice) is ignored, so that it makes one request, one contact, one key.
+ */
+export function Form({ onSubmit, children, ...rest }: { onSubmit: (event: Event) => unknown; children: ComponentChildren; class?: string; role?: 'search'; 'aria-label'?: string; 'aria-labelledby'?: string }) {
+  const running = useRef(false);
+  const [busy, setBusy] = useState(false);
+  return (
+    <form
+      {...rest}
+      aria-busy={busy}
+      onSubmit={async (event) => {
+        event.preventDefault();
+        if (running.current) return;
+        running.current = true;
+        setBusy(true);
+        try {
+          await onSubmit(event);
+        } finally {
+          running.current = false;
+          setBusy(false);
+        }
+      }}
+    >
+      {children}
+    </form>
+  );
+}
+
 /** An error from the API, with its message as the server wrote it; announced to screen readers. */
 export function ErrorNote({ error }: { error: MailroomError | Error | null | undefined }) {
   if (!error) return null;
@@ -119,6 +148,19 @@ export function PageHeading({ title, children }: { title: string; children?: Com
       <h1>{title}</h1>
       {children && <div class="actions">{children}</div>}
     </header>
+  );
+}
+
+/** A page whose subject could not be read (an unknown id, say): its heading, the way back to its list, and why. */
+export function Unreadable({ title, back, error }: { title: string; back: [to: string, label: string]; error: MailroomError }) {
+  return (
+    <>
+      <PageHeading title={title} />
+      <p>
+        <Link to={back[0]}>{back[1]}</Link>
+      </p>
+      <ErrorNote error={error} />
+    </>
   );
 }
 

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient, useSession } from '../session.tsx';
-import { ErrorNote, Loading, PageHeading, Select, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Loading, PageHeading, Select, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
 
 type Permission = MailroomSchemas['ApiKeyPermission'];
 const PERMISSIONS: { value: Permission; label: string }[] = [
@@ -45,7 +45,7 @@ function ApiKeys() {
   return (
     <>
       <PageHeading title="API keys" />
-      <form class="panel" onSubmit={create} aria-labelledby="new-key">
+      <Form class="panel" onSubmit={create} aria-labelledby="new-key">
         <h2 id="new-key">New API key</h2>
         <div class="row">
           <TextField label="Name" value={name} onValue={setName} required />
@@ -54,7 +54,7 @@ function ApiKeys() {
         <ErrorNote error={createError} />
         <button type="submit">Create API key</button>
         {created && <ShownOnce label={`API key “${created.name}”`} value={created.token} />}
-      </form>
+      </Form>
       <ErrorNote error={keys.error ?? revokeError} />
       {keys.loading && !keys.data && <Loading what="API keys" />}
       {keys.data && (

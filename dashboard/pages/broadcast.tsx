@@ -7,7 +7,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Select, TextArea, TextField, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Link, Loading, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
 
 type Broadcast = MailroomSchemas['Broadcast'];
 type Draft = Record<'name' | 'from' | 'reply_to' | 'subject' | 'preview_text' | 'segment_id' | 'topic_id' | 'html' | 'text', string>;
@@ -49,7 +49,7 @@ export function NewBroadcast() {
 export function BroadcastPage({ id }: Record<string, string>) {
   const client = useClient();
   const broadcast = useLoad(() => client.broadcasts.get(id!), [id]);
-  if (broadcast.error) return <ErrorNote error={broadcast.error} />;
+  if (broadcast.error) return <Unreadable title="Broadcast" back={['/broadcasts', 'All broadcasts']} error={broadcast.error} />;
   if (!broadcast.data) return <Loading what="the broadcast" />;
   if (broadcast.data.status === 'draft') return <Editor broadcast={broadcast.data} key={broadcast.data.id} onChanged={broadcast.reload} />;
   return <Sending broadcast={broadcast.data} onChanged={broadcast.reload} />;
@@ -88,7 +88,7 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
         <Link to="/broadcasts">All broadcasts</Link>
       </p>
       <div class="columns">
-        <form class="panel" onSubmit={save} aria-label="Broadcast">
+        <Form class="panel" onSubmit={save} aria-label="Broadcast">
           <TextField label="Name" {...field('name')} />
           <TextField label="From" {...field('from')} required placeholder="Acme <news@acme.dev>" />
           <TextField label="Reply-to" {...field('reply_to')} hint="One address, or several separated by commas." />
@@ -107,7 +107,7 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
           <ErrorNote error={error} />
           <button type="submit">{broadcast ? 'Save draft' : 'Create draft'}</button>
           {broadcast && unsaved && <p class="field-hint">Unsaved changes: save the draft before sending it.</p>}
-        </form>
+        </Form>
         <div>
           <Preview draft={draft} />
           {broadcast && <SendControls broadcast={broadcast} draft={draft} unsaved={unsaved} onChanged={onChanged} />}
@@ -171,7 +171,7 @@ function TestSend({ draft, content }: { draft: Draft; content: { subject: string
   const [sent, setSent] = useState<string | null>(null);
   const [error, setError] = useState<MailroomError | null>(null);
   return (
-    <form
+    <Form
       class="row"
       aria-label="Send a test"
       onSubmit={async (event) => {
@@ -199,14 +199,14 @@ function TestSend({ draft, content }: { draft: Draft; content: { subject: string
           Test sent: <Link to={`/emails/${sent}`}>see the email</Link>.
         </p>
       )}
-    </form>
+    </Form>
   );
 }
 
 function SendControls({ broadcast, unsaved, onChanged }: { broadcast: Broadcast; draft: Draft; unsaved: boolean; onChanged?: () => void }) {
   const client = useClient();
   const [at, setAt] = useState('');
-  const [error, setError] = useState<MailroomError | null>(null);
+  const [error, setError] = useState<MailroomError | Error | null>(null);
   const send = async (scheduledAt?: string) => {
     const { error } = await client.POST('/broadcasts/{broadcast_id}/send', { params: { path: { broadcast_id: broadcast.id } }, body: scheduledAt ? { scheduled_at: scheduledAt } : {} });
     setError(error ?? null);
@@ -220,19 +220,21 @@ function SendControls({ broadcast, unsaved, onChanged }: { broadcast: Broadcast;
           Send now
         </button>
       </div>
-      <form
+      <Form
         class="row"
         aria-label="Schedule"
-        onSubmit={(event) => {
-          event.preventDefault();
-          void send(new Date(at).toISOString());
+        onSubmit={() => {
+          // The API sends a broadcast scheduled in the past at once: here that is more likely a slip.
+          const when = new Date(at);
+          if (!(when.getTime() > Date.now())) return setError(new Error('That time has passed. Choose a later time, or use Send now.'));
+          return send(when.toISOString());
         }}
       >
         <TextField label="Send at" type="datetime-local" value={at} onValue={setAt} required />
         <button type="submit" disabled={unsaved}>
           Schedule
         </button>
-      </form>
+      </Form>
       <ErrorNote error={error} />
     </section>
   );

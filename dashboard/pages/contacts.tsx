@@ -5,7 +5,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { Checkbox, ErrorNote, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 
@@ -42,7 +42,7 @@ function FindContact() {
   const [email, setEmail] = useState('');
   const [error, setError] = useState<MailroomError | null>(null);
   return (
-    <form
+    <Form
       class="panel"
       role="search"
       onSubmit={async (event) => {
@@ -57,7 +57,7 @@ function FindContact() {
         <button type="submit">Find</button>
       </div>
       <ErrorNote error={error} />
-    </form>
+    </Form>
   );
 }
 
@@ -70,7 +70,7 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
   const [rows, setRows] = useState<PropertyRow[]>([]);
   const [error, setError] = useState<MailroomError | null>(null);
   return (
-    <form
+    <Form
       class="panel"
       aria-labelledby="new-contact"
       onSubmit={async (event) => {
@@ -102,7 +102,7 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
       <PropertiesEditor rows={rows} onRows={setRows} />
       <ErrorNote error={error} />
       <button type="submit">Create contact</button>
-    </form>
+    </Form>
   );
 }
 
@@ -162,7 +162,7 @@ function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => vo
   const [error, setError] = useState<MailroomError | null>(null);
   const [saved, setSaved] = useState(false);
   return (
-    <form
+    <Form
       class="panel"
       aria-labelledby="edit-contact"
       onSubmit={async (event) => {
@@ -195,7 +195,7 @@ function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => vo
         </p>
       )}
       <button type="submit">Save contact</button>
-    </form>
+    </Form>
   );
 }
 
@@ -233,7 +233,7 @@ function ContactSegments({ contactId }: { contactId: string }) {
         ))}
       </ul>
       {others.length > 0 && (
-        <form
+        <Form
           class="row"
           onSubmit={async (event) => {
             event.preventDefault();
@@ -245,7 +245,7 @@ function ContactSegments({ contactId }: { contactId: string }) {
         >
           <Select label="Segment" value={chosen || others[0]!.id} onValue={setChosen} options={others.map((segment) => ({ value: segment.id, label: segment.name }))} />
           <button type="submit">Add to segment</button>
-        </form>
+        </Form>
       )}
     </section>
   );

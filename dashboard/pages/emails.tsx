@@ -5,7 +5,7 @@ import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
 
 type Status = MailroomSchemas['EmailEvent'];
 // A Record, so that the compiler names any status the contract adds and this page lacks.
@@ -32,14 +32,14 @@ function EmailLog() {
   return (
     <>
       <PageHeading title="Emails" />
-      <form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
+      <Form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
         <Select
           label="Status"
           value={filter.last_event ?? ''}
           onValue={(value) => navigate(value ? `/emails?${new URLSearchParams({ last_event: value })}` : '/emails')}
           options={[{ value: '', label: 'All' }, ...Object.entries(STATUS_LABELS).map(([value, label]) => ({ value, label }))]}
         />
-      </form>
+      </Form>
       <ErrorNote error={list.error} />
       {list.loading && <Loading what="emails" />}
       {list.data && (

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 function Segments() {
   const client = useClient();
@@ -19,7 +19,7 @@ function Segments() {
   return (
     <>
       <PageHeading title="Segments" />
-      <form
+      <Form
         class="panel row"
         aria-label="New segment"
         onSubmit={async (event) => {
@@ -29,7 +29,7 @@ function Segments() {
       >
         <TextField label="Name" value={name} onValue={setName} required />
         <button type="submit">Create segment</button>
-      </form>
+      </Form>
       <ErrorNote error={segments.error ?? error} />
       {segments.loading && !segments.data && <Loading what="segments" />}
       {segments.data && (

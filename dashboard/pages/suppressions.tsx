@@ -4,7 +4,7 @@ import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type Origin = MailroomSchemas['SuppressionOrigin'];
 const ORIGINS: Record<Origin, string> = { bounce: 'Bounce', complaint: 'Complaint', manual: 'Added by hand' };
@@ -28,7 +28,7 @@ function Suppressions() {
     <>
       <PageHeading title="Suppressions" />
       <div class="columns">
-        <form
+        <Form
           class="panel row"
           aria-label="Suppress an address"
           onSubmit={async (event) => {
@@ -38,15 +38,15 @@ function Suppressions() {
         >
           <TextField label="Email address" type="email" value={email} onValue={setEmail} required />
           <button type="submit">Suppress address</button>
-        </form>
-        <form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
+        </Form>
+        <Form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
           <Select
             label="Origin"
             value={origin ?? ''}
             onValue={(value) => navigate(value ? `/suppressions?origin=${value}` : '/suppressions')}
             options={[{ value: '', label: 'All' }, ...Object.entries(ORIGINS).map(([value, label]) => ({ value, label }))]}
           />
-        </form>
+        </Form>
       </div>
       <ErrorNote error={list.error ?? error} />
       {list.loading && <Loading what="suppressions" />}

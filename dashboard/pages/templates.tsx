@@ -7,7 +7,7 @@ import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
 type Template = MailroomSchemas['Template'];
 type Variable = { key: string; type: 'string' | 'number'; fallback: string };
@@ -96,7 +96,7 @@ function Templates() {
 function TemplatePage({ id }: Record<string, string>) {
   const client = useClient();
   const template = useLoad(() => client.templates.get(id!), [id]);
-  if (template.error) return <ErrorNote error={template.error} />;
+  if (template.error) return <Unreadable title="Template" back={['/templates', 'All templates']} error={template.error} />;
   if (!template.data) return <Loading what="the template" />;
   return <Editor template={template.data} key={template.data.updated_at} onChanged={template.reload} />;
 }
@@ -163,7 +163,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
         )}
       </p>
       <div class="columns">
-        <form class="panel" onSubmit={save} aria-label="Template">
+        <Form class="panel" onSubmit={save} aria-label="Template">
           <div class="row">
             <TextField label="Name" {...field('name')} required />
             <TextField label="Alias" {...field('alias')} hint="Lowercase letters, digits, - and _; usable in place of the id." />
@@ -200,7 +200,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
           <ErrorNote error={error} />
           <button type="submit">{template ? 'Save template' : 'Create template'}</button>
           {template && unsaved && <p class="field-hint">Unsaved changes: save before publishing.</p>}
-        </form>
+        </Form>
         <Preview draft={draft} />
       </div>
     </>

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
+import { ErrorNote, Form, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
 
 type Subscription = MailroomSchemas['TopicSubscription'];
 type Visibility = MailroomSchemas['TopicVisibility'];
@@ -28,7 +28,7 @@ function Topics() {
   return (
     <>
       <PageHeading title="Topics" />
-      <form
+      <Form
         class="panel"
         aria-labelledby="new-topic"
         onSubmit={async (event) => {
@@ -49,7 +49,7 @@ function Topics() {
         </div>
         <ErrorNote error={error} />
         <button type="submit">Create topic</button>
-      </form>
+      </Form>
       <ErrorNote error={topics.error} />
       {topics.loading && !topics.data && <Loading what="topics" />}
       {topics.data && (

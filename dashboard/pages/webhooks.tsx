@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { Checkbox, ErrorNote, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { Checkbox, ErrorNote, Form, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
 
 type EventType = MailroomSchemas['WebhookEventType'];
 // A Record, so that the compiler names any event type the contract adds and this page lacks.
@@ -40,7 +40,7 @@ function Webhooks() {
   return (
     <>
       <PageHeading title="Webhooks" />
-      <form
+      <Form
         class="panel"
         aria-labelledby="new-webhook"
         onSubmit={async (event) => {
@@ -76,7 +76,7 @@ function Webhooks() {
         <ErrorNote error={createError} />
         <button type="submit">Create webhook</button>
         {secret && <ShownOnce label="Signing secret" value={secret} />}
-      </form>
+      </Form>
       <ErrorNote error={webhooks.error ?? rowError} />
       {webhooks.loading && !webhooks.data && <Loading what="webhooks" />}
       {webhooks.data && (
