@@ -2,8 +2,8 @@
 // response from the point the key is known says where the key stands (RateLimit-Limit, -Remaining,
 // -Reset), and a request over the limit gets 429 rate_limit_exceeded with Retry-After. On PostgreSQL
 // the counters live in the database (rate-limiter-flexible's RateLimiterPostgres, over a few
-// connections of its own, in the table migration 0003 made), so every process sharing it shares the limit; on SQLite they live
-// in this process.
+// connections of its own, in the table migration 0003 made), so every process sharing it shares the
+// limit; on SQLite they live in this process.
 //
 // When the shared counters cannot be reached in time, requests are not refused or held for that
 // alone: they are counted by this process instead (a log line says so, at most once a minute), so the
