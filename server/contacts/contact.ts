@@ -1,8 +1,9 @@
 // A stored contact as the API shows it. Every read path checks it against the contract's Contact schema
 // with the same rules that accepted it (server/contract.ts), so a contact stored through the API is
-// always returnable. Rows stored by versions with looser rules (an address like `a@localhost`, more than
-// 50 properties after a PATCH) would still fail that check and break the unpaginated list; repairing
-// such rows is a data migration, not something a read can do, and is left out.
+// always returnable. Rows stored by versions with looser rules (an address like `a@localhost`, or with
+// more than 64 characters before its `@`; more than 50 properties after a PATCH) would still fail that
+// check and break the unpaginated list; repairing such rows is a data migration, not something a read
+// can do, and is left out.
 import type { PathParams, Schemas } from '../api.ts';
 import type { ContactKey, ContactRecord, ListedContact } from '../store/contacts.ts';
 import { timeOrderedId } from '../store/timeOrderedId.ts';

@@ -178,7 +178,7 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
       case 'uuid':
         return fc.uuid();
       case 'email':
-        return address.filter(fits);
+        return address.filter((text) => fits(text) && (!schema.pattern || new RegExp(schema.pattern).test(text)));
       case 'date-time':
         return fc.date({ min: new Date('2000-01-01'), max: new Date('2099-12-31'), noInvalidDate: true }).map((d) => d.toISOString());
       case 'uri':
