@@ -65,9 +65,11 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // The validator matches operations by these: `/emails/` is not `/emails`, whose list it would have
-  // answered, to `GET /emails/{id}` with an empty id.
+  // The validator matches operations by these: a path is what the contract writes, letter for letter
+  // (RFC 3986), and `/emails/` is not `/emails`, whose list it would have answered to `GET /emails/{id}`
+  // with an empty id.
   app.set('strict routing', true);
+  app.set('case sensitive routing', true);
 
   const metrics = config.metrics ? createMetrics(store, logger, PAGE_PATHS) : undefined;
   app.use(requestLog(logger));

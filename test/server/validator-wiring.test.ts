@@ -136,8 +136,13 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
     expect((await server.request('/contacts', { method: 'PUT', headers: { authorization: '' } })).status).toBe(405);
   });
 
-  it('takes a trailing slash as another path: `GET /emails/` (an SDK getting the id "") is no list, but 404', async () => {
-    for (const [method, path] of [['GET', '/emails/'], ['GET', '/contacts/'], ['DELETE', '/contacts/'], ['GET', `/broadcasts/${randomUUID()}/`], ['GET', '/health/']]) {
+  it('takes a trailing slash, or a letter in another case, as another path: `GET /emails/` (an SDK getting the id "") is no list, but 404', async () => {
+    const paths = [['GET', '/emails/'], ['GET', '/contacts/'], ['DELETE', '/contacts/'], ['GET', `/broadcasts/${randomUUID()}/`], ['GET', '/health/'], ['GET', '/Emails'], ['GET', '/CONTACTS'], ['HEAD', '/API-KEYS']];
+    for (const [method, path] of paths) {
+      if (method === 'HEAD') {
+        expect((await server.request(path!, { method })).status).toBe(404);
+        continue;
+      }
       const res = await server.request(path!, { method });
       expect({ method, path, status: res.status, body: await res.json() }).toEqual({ method, path, status: 404, body: { statusCode: 404, name: 'not_found', message: `No route for ${method} ${path}.` } });
     }
