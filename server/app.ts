@@ -1,6 +1,6 @@
 // The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded; its refusal held) → HEAD taken as GET → the validator's
 // routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
-// → auth (key, rate limit, role) → the held refusal of the body → idempotency → batch triage → the validator's request check → refusal of text the
+// → auth (key, rate limit, role) → the held refusal of the body → idempotency → batch triage → integer query parameters written as integers → the validator's request check → refusal of text the
 // stores cannot keep → the matched operation's handler (server/operationRouter.ts) → one error handler (twice: see server/errors.ts).
 //
 // Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
@@ -33,6 +33,7 @@ import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from './contr
 import { errorHandler } from './errors.ts';
 import { holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
 import { createMetrics } from './metrics.ts';
+import { refuseLooseIntegers } from './queryIntegers.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency, keepRawBody } from './emails/idempotency.ts';
@@ -90,7 +91,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(authorize(spec), refuseHeldBody);
   const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
   app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, checkOf('EmailBatch'), checkOf('OutgoingEmail')));
-  app.use(checkRequest, refuseUnstorableText);
+  app.use(refuseLooseIntegers(spec), checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'));

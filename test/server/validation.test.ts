@@ -273,6 +273,11 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(await call('GET', '/contacts?limit=1&limit=2')).toEqual(refusal('The `limit` is given more than once; give it once.'));
       expect(await call('GET', '/emails?last_event=sent&last_event=queued')).toEqual(refusal('The `last_event` is given more than once; give it once.'));
       expect(await call('GET', '/contacts?limit=x')).toEqual(refusal('The `limit` must be an integer.'));
+      // Spellings Number() would read as one, which the request check coerces with.
+      for (const limit of ['0x10', '1e1', '1.0', '%201', '1%20', '%20', '%2B1']) {
+        expect(await call('GET', `/emails?limit=${limit}`), limit).toEqual(refusal('The `limit` must be an integer.'));
+      }
+      expect((await call('GET', '/emails?limit=10')).status).toBe(200);
     });
 
     it('names the field a template excludes, as a batch does', async () => {
