@@ -1,7 +1,8 @@
 // Requests Node's HTTP parser refuses before any of our code sees them: a malformed request line or
 // header, headers over Node's size limit, a client too slow to send its request, an HTTP/1.1 request
-// without Host, an Expect other than 100-continue. Node would answer them with a bare status line;
-// they get the contract's error body, as every other refusal does.
+// without Host, an Expect other than 100-continue, CONNECT. Node would answer them with a bare status
+// line, or none; they get the contract's error body, as every other refusal does. So do request
+// targets that are not paths, which Express would answer with an HTML page.
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorName } from './api.ts';
@@ -37,14 +38,39 @@ export function answerClientErrors(server: Server, timeouts: { headersMs: number
 }
 
 /**
- * The app, behind the refusal of an HTTP/1.1 request without a Host header (RFC 9112 §3.2: a 400), which
- * Node makes with an empty body unless its server is created with `requireHostHeader: false`.
+ * The app, behind what Node leaves to it of a request's head (RFC 9112 §3.2):
+ * - an HTTP/1.1 request without a Host header is refused (400), which Node does with an empty body
+ *   unless its server is created with `requireHostHeader: false`;
+ * - a target in absolute form (`http://host/contacts`), which a server must accept, is read as its path;
+ * - any other target that is not a path (`*`) is refused, but `OPTIONS *`, which asks about the server
+ *   as a whole, is answered; Express would answer them with an HTML page.
  */
-export function requiringHost(app: RequestListener): RequestListener {
+export function checkingRequestHead(app: RequestListener): RequestListener {
   return (req, res) => {
     if (req.httpVersion === '1.1' && !req.headers.host) return refuse(res, 400, 'validation_error', 'The request has no Host header, which HTTP/1.1 requires.');
+    if (!req.url!.startsWith('/')) {
+      if (/^https?:\/\//i.test(req.url!) && URL.canParse(req.url!)) {
+        const { pathname, search } = new URL(req.url!);
+        req.url = pathname + search;
+      } else if (req.method === 'OPTIONS' && req.url === '*') {
+        return void res.writeHead(204, { allow: SERVER_METHODS }).end();
+      } else return refuse(res, 400, 'validation_error', 'The request target must be a path, such as `/contacts`.');
+    }
     return app(req, res);
   };
+}
+
+/** The methods some operation of the server takes. */
+const SERVER_METHODS = 'GET, HEAD, POST, PATCH, DELETE, OPTIONS';
+
+/** Answers CONNECT, which no operation takes and Node would answer by closing the connection. */
+export function answerConnect(server: Server): void {
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    const body = JSON.stringify({ statusCode: 405, message: 'The server is not a proxy: it takes no CONNECT.', name: 'method_not_allowed' });
+    const head = ['HTTP/1.1 405 Method Not Allowed', `Allow: ${SERVER_METHODS}`, 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+    setTimeout(() => socket.destroy(), 1000).unref();
+  });
 }
 
 /** Answers an Expect header other than 100-continue (which Node answers itself) with 417, as Node does, with the error body. */

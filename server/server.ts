@@ -7,7 +7,7 @@ import { ensureKey } from './apiKeys/key.ts';
 import { createApp } from './app.ts';
 import type { UnsubscribeLinks } from './broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
-import { answerClientErrors, answerExpectations, requiringHost } from './clientErrors.ts';
+import { answerClientErrors, answerConnect, answerExpectations, checkingRequestHead } from './clientErrors.ts';
 import { warnOfPlainHttp, type Config } from './config.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
@@ -96,12 +96,13 @@ function listen(app: express.Express, config: Config): Promise<Server> {
       keepAliveTimeout: config.keepAliveTimeoutMs,
       // Node checks the first two every 30 s by default: far too coarse for timeouts of a few seconds.
       connectionsCheckingInterval: Math.min(1000, headersTimeout || 1000),
-      requireHostHeader: false, // refused by requiringHost, with a body
+      requireHostHeader: false, // refused by checkingRequestHead, with a body
     },
-    requiringHost(app),
+    checkingRequestHead(app),
   );
   answerClientErrors(server, { headersMs: headersTimeout, requestMs: config.requestTimeoutMs });
   answerExpectations(server);
+  answerConnect(server);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

@@ -164,6 +164,20 @@ describe.each(backends)('errors on %s', (backend) => {
       expect(await rawExchange(server.url, 'GET /health HTTP/1.0\r\n\r\n')).toMatch(/^HTTP\/1\.1 200 /);
     });
 
+    it('reads a target in absolute form as its path, answers OPTIONS *, and refuses other targets and CONNECT in the error format', async () => {
+      const absolute = await rawExchange(server.url, `GET http://mail.example/contacts?limit=1 HTTP/1.1\r\nHost: mail.example\r\nAuthorization: Bearer ${TEST_KEY}\r\nConnection: close\r\n\r\n`);
+      expect(absolute).toMatch(/^HTTP\/1\.1 200 /);
+      expect(absolute).toContain('"object":"list"');
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        expect(errorAnswer(await rawExchange(server.url, `${method} * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)), method).toEqual({
+          status: 400,
+          body: { statusCode: 400, name: 'validation_error', message: 'The request target must be a path, such as `/contacts`.' },
+        });
+      }
+      expect(await rawExchange(server.url, 'OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).toMatch(/^HTTP\/1\.1 204 [^]*\r\nallow: GET, HEAD, POST, PATCH, DELETE, OPTIONS\r\n/i);
+      expect(errorAnswer(await rawExchange(server.url, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n'))).toEqual({ status: 405, body: errorBody(405, 'method_not_allowed') });
+    });
+
     it('takes what the resend SDK sends: Content-Type: application/json on GETs and on empty-bodied requests', async () => {
       const get = await call('/contacts?limit=1', { headers: { 'content-type': 'application/json' } });
       expect(get.status).toBe(200);
