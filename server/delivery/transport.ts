@@ -4,6 +4,7 @@
 // unless the operator says it is (SMTP_FINAL, for a relay that is the recipients' own server).
 import { createTransport } from 'nodemailer';
 import type { OutgoingMessage } from './message.ts';
+import { DEFAULT_DELIVERY } from './options.ts';
 import { buildMessage } from './mime.ts';
 
 /** A recipient the relay refused for good, and the reply it refused with. */
@@ -25,8 +26,8 @@ export interface Transport {
 
 /** Connections held open to the relay. */
 export const RELAY_CONNECTIONS = 5;
-/** The longest wait for the relay, at any step of a send, unless told (half the default lease). */
-const RELAY_TIMEOUT_MS = 30_000;
+/** The longest wait for the relay, at any step of a send, unless told: half the default lease. */
+const RELAY_TIMEOUT_MS = DEFAULT_DELIVERY.leaseMs / 2;
 
 /**
  * `timeoutMs` bounds each wait for the relay: to connect, for its greeting, and for each reply (the
