@@ -28,14 +28,20 @@ export function answerClientErrors(server: Server, timeouts: { headersMs: number
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
     // As Node does: nothing is written to a client that has gone, or once a response has begun.
     if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten !== 0) return void socket.destroy();
-    const [statusCode, name, message] = refusalOf(error.code, timeouts);
-    const body = JSON.stringify({ statusCode, message, name });
-    const head = [`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}`, 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
-    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
-    // A client that does not read its answer is not waited for.
-    setTimeout(() => socket.destroy(), 1000).unref();
+    endWith(socket, ...refusalOf(error.code, timeouts));
   });
 }
+
+/** Writes the error answer straight to a connection Node has handed over, and closes it. */
+function endWith(socket: Duplex, statusCode: number, name: ErrorName, message: string, headers: string[] = []): void {
+  const body = errorBody(statusCode, name, message);
+  const head = [`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}`, ...headers, 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+  // A client that does not read its answer is not waited for.
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+const errorBody = (statusCode: number, name: ErrorName, message: string) => JSON.stringify({ statusCode, message, name });
 
 /**
  * The app, behind what Node leaves to it of a request's head (RFC 9112 §3.2):
@@ -66,10 +72,7 @@ const SERVER_METHODS = 'GET, HEAD, POST, PATCH, DELETE, OPTIONS';
 /** Answers CONNECT, which no operation takes and Node would answer by closing the connection. */
 export function answerConnect(server: Server): void {
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
-    const body = JSON.stringify({ statusCode: 405, message: 'The server is not a proxy: it takes no CONNECT.', name: 'method_not_allowed' });
-    const head = ['HTTP/1.1 405 Method Not Allowed', `Allow: ${SERVER_METHODS}`, 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close'];
-    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
-    setTimeout(() => socket.destroy(), 1000).unref();
+    endWith(socket, 405, 'method_not_allowed', 'The server is not a proxy: it takes no CONNECT.', [`Allow: ${SERVER_METHODS}`]);
   });
 }
 
@@ -81,6 +84,6 @@ export function answerExpectations(server: Server): void {
 }
 
 function refuse(res: ServerResponse, statusCode: number, name: ErrorName, message: string): void {
-  const body = JSON.stringify({ statusCode, message, name });
+  const body = errorBody(statusCode, name, message);
   res.writeHead(statusCode, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
 }
