@@ -82,10 +82,11 @@ export function Checkbox({ label, checked, onValue }: { label: string; checked: 
 }
 
 /**
- * A form whose submission runs one at a time: while `onSubmit` is running, another submit (a double
- * click, Enter pressed twice) is ignored, so that it makes one request, one contact, one key.
+ * A form that never leaves the page, whose submission runs one at a time: while `onSubmit` is running,
+ * another submit (a double click, Enter pressed twice) is ignored, so that it makes one request, one
+ * contact, one key. Without `onSubmit` (a filter, whose fields act as they change), submitting does nothing.
  */
-export function Form({ onSubmit, children, ...rest }: { onSubmit: (event: Event) => unknown; children: ComponentChildren; class?: string; role?: 'search'; 'aria-label'?: string; 'aria-labelledby'?: string }) {
+export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown; children: ComponentChildren; class?: string; role?: 'search'; 'aria-label'?: string; 'aria-labelledby'?: string }) {
   const running = useRef(false);
   const [busy, setBusy] = useState(false);
   return (
@@ -94,11 +95,11 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit: (event: Event)
       aria-busy={busy}
       onSubmit={async (event) => {
         event.preventDefault();
-        if (running.current) return;
+        if (!onSubmit || running.current) return;
         running.current = true;
         setBusy(true);
         try {
-          await onSubmit(event);
+          await onSubmit();
         } finally {
           running.current = false;
           setBusy(false);

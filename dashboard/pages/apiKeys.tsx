@@ -21,8 +21,7 @@ function ApiKeys() {
   const [createError, setCreateError] = useState<MailroomError | null>(null);
   const [revokeError, setRevokeError] = useState<MailroomError | null>(null);
 
-  async function create(event: Event) {
-    event.preventDefault();
+  async function create() {
     const { data, error } = await client.POST('/api-keys', { body: { name, permission } });
     setCreateError(error ?? null);
     if (!data) return;

@@ -65,8 +65,7 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
   const field = (name: keyof Draft) => ({ value: draft[name], onValue: (value: string) => setDraft({ ...draft, [name]: value }) });
   const unsaved = JSON.stringify(draft) !== JSON.stringify(saved);
 
-  async function save(event: Event) {
-    event.preventDefault();
+  async function save() {
     const body = bodyOf(draft);
     if (!broadcast) {
       const { data, error } = await client.POST('/broadcasts', { body: { ...body, ...(draft.topic_id && { topic_id: draft.topic_id }) } });
@@ -174,8 +173,7 @@ function TestSend({ draft, content }: { draft: Draft; content: { subject: string
     <Form
       class="row"
       aria-label="Send a test"
-      onSubmit={async (event) => {
-        event.preventDefault();
+      onSubmit={async () => {
         const { reply_to } = bodyOf(draft);
         const { data, error } = await client.emails.send({
           from: draft.from.trim(),

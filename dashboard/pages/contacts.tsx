@@ -45,8 +45,7 @@ function FindContact() {
     <Form
       class="panel"
       role="search"
-      onSubmit={async (event) => {
-        event.preventDefault();
+      onSubmit={async () => {
         const { data, error } = await client.contacts.get(email.trim());
         if (data) navigate(`/contacts/${data.id}`);
         else setError(error.statusCode === 404 ? { ...error, message: 'No contact has this address.' } : error);
@@ -73,8 +72,7 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
     <Form
       class="panel"
       aria-labelledby="new-contact"
-      onSubmit={async (event) => {
-        event.preventDefault();
+      onSubmit={async () => {
         const { error } = await client.contacts.create({
           email: email.trim(),
           ...(firstName && { first_name: firstName }),
@@ -165,8 +163,7 @@ function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => vo
     <Form
       class="panel"
       aria-labelledby="edit-contact"
-      onSubmit={async (event) => {
-        event.preventDefault();
+      onSubmit={async () => {
         const next = propertiesOf(rows);
         // A property left out keeps its value: the ones removed here are sent as null.
         const removed = Object.fromEntries(Object.keys(contact.properties).filter((key) => !(key in next)).map((key) => [key, null]));
@@ -235,8 +232,7 @@ function ContactSegments({ contactId }: { contactId: string }) {
       {others.length > 0 && (
         <Form
           class="row"
-          onSubmit={async (event) => {
-            event.preventDefault();
+          onSubmit={async () => {
             const segmentId = chosen || others[0]!.id;
             const { error } = await client.POST('/contacts/{contact_id}/segments/{segment_id}', path(segmentId));
             setError(error ?? null);

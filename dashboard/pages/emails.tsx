@@ -32,7 +32,7 @@ function EmailLog() {
   return (
     <>
       <PageHeading title="Emails" />
-      <Form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
+      <Form class="panel row" aria-label="Filter">
         <Select
           label="Status"
           value={filter.last_event ?? ''}

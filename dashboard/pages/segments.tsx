@@ -22,8 +22,7 @@ function Segments() {
       <Form
         class="panel row"
         aria-label="New segment"
-        onSubmit={async (event) => {
-          event.preventDefault();
+        onSubmit={async () => {
           if (await run(() => client.POST('/segments', { body: { name } }))) setName('');
         }}
       >

@@ -31,15 +31,14 @@ function Suppressions() {
         <Form
           class="panel row"
           aria-label="Suppress an address"
-          onSubmit={async (event) => {
-            event.preventDefault();
+          onSubmit={async () => {
             if (await run(() => client.POST('/suppressions', { body: { email: email.trim() } }))) setEmail('');
           }}
         >
           <TextField label="Email address" type="email" value={email} onValue={setEmail} required />
           <button type="submit">Suppress address</button>
         </Form>
-        <Form class="panel row" aria-label="Filter" onSubmit={(event) => event.preventDefault()}>
+        <Form class="panel row" aria-label="Filter">
           <Select
             label="Origin"
             value={origin ?? ''}

@@ -109,8 +109,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
   const field = (name: Exclude<keyof Draft, 'variables'>) => ({ value: draft[name], onValue: (value: string) => setDraft({ ...draft, [name]: value }) });
   const setVariable = (index: number, part: Partial<Variable>) => setDraft({ ...draft, variables: draft.variables.map((v, i) => (i === index ? { ...v, ...part } : v)) });
 
-  async function save(event: Event) {
-    event.preventDefault();
+  async function save() {
     const { alias, from, subject, reply_to, text, ...rest } = bodyOf(draft);
     if (!template) {
       const given = { ...rest, ...(alias && { alias }), ...(from && { from }), ...(subject && { subject }), ...(reply_to && { reply_to }), ...(text && { text }) };

@@ -31,8 +31,7 @@ function Topics() {
       <Form
         class="panel"
         aria-labelledby="new-topic"
-        onSubmit={async (event) => {
-          event.preventDefault();
+        onSubmit={async () => {
           if (!(await run(() => client.POST('/topics', { body: { name, default_subscription: subscription, visibility, ...(description && { description }) } })))) return;
           setName('');
           setDescription('');

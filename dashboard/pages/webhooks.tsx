@@ -43,8 +43,7 @@ function Webhooks() {
       <Form
         class="panel"
         aria-labelledby="new-webhook"
-        onSubmit={async (event) => {
-          event.preventDefault();
+        onSubmit={async () => {
           const { data, error } = await client.POST('/webhooks', { body: { endpoint: endpoint.trim(), events: ALL.filter((type) => events.has(type)) } });
           setCreateError(error ?? null);
           setSecret(data?.signing_secret ?? null);
