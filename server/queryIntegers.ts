@@ -1,6 +1,6 @@
 // A query parameter the contract types as an integer must be written as one. The request check coerces
 // query strings with Number(), which also reads `0x10`, `1e1`, `1.0` and ` 1`: each would pass as a
-// number its sender may not have meant. Checked on the raw query, before the request check.
+// number its sender may not have meant. Checked on the query as parsed, before the request check.
 import type { RequestHandler } from 'express';
 import { operationsOf, resolveRef, type OpenApiDocument } from './contract.ts';
 import { invalid } from './errors.ts';
@@ -19,14 +19,11 @@ export function refuseLooseIntegers(spec: OpenApiDocument): RequestHandler {
     ]),
   );
   return (req, _res, next) => {
-    const names = integers.get(req.openapi?.schema?.operationId ?? '');
-    const at = req.url.indexOf('?');
-    if (!names?.length || at < 0) return next();
-    const query = new URLSearchParams(req.url.slice(at + 1));
-    for (const name of names) {
-      // A repeated or empty parameter is the request check's to refuse, with its own words.
-      const values = query.getAll(name);
-      if (values.length === 1 && values[0] !== '' && !INTEGER.test(values[0]!)) throw invalid(`The \`${name}\` must be an integer.`);
+    for (const name of integers.get(req.openapi?.schema?.operationId ?? '') ?? []) {
+      // As the query parser read it, before the request check coerces it. A repeated (an array) or
+      // empty parameter is the request check's to refuse, with its own words.
+      const value = req.query[name];
+      if (typeof value === 'string' && value !== '' && !INTEGER.test(value)) throw invalid(`The \`${name}\` must be an integer.`);
     }
     next();
   };
