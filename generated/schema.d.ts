@@ -65,6 +65,30 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Reschedule an email
+         * @description Moves a scheduled email to another time; a time already past sends it at once.
+         */
+        patch: operations["updateEmail"];
+        trace?: never;
+    };
+    "/emails/{email_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a scheduled email
+         * @description Withdraws a scheduled email before it goes out; it ends `canceled`.
+         */
+        post: operations["cancelEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -971,6 +995,26 @@ export interface paths {
     };
 }
 export interface webhooks {
+    "email.scheduled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Email scheduled
+         * @description Sent when an email was accepted with a `scheduled_at` still to come, and again when it is rescheduled.
+         */
+        post: operations["emailScheduledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "email.sent": {
         parameters: {
             query?: never;
@@ -1721,6 +1765,12 @@ export interface components {
             /** @description Custom data attached to the email, as name/value pairs. */
             tags?: components["schemas"]["Tag"][];
             template?: components["schemas"]["TemplateUse"];
+            /** @description When to send the email, for a single send (a batch refuses it). Without it, or with a time already past, it is queued at once. */
+            scheduled_at?: components["schemas"]["ScheduledAt"];
+        };
+        /** @description One email of a batch, as `OutgoingEmail` has it; a batch goes out at once, so no email of it takes `scheduled_at`. */
+        BatchEmail: components["schemas"]["OutgoingEmail"] & {
+            scheduled_at?: never;
         };
         /** @description A name/value pair attached to an email. */
         Tag: {
@@ -1751,7 +1801,7 @@ export interface components {
             }[];
         };
         /** @description The emails of one batch, 1 to 100 of them. */
-        EmailBatch: components["schemas"]["OutgoingEmail"][];
+        EmailBatch: components["schemas"]["BatchEmail"][];
         /** @description The id of an accepted email. */
         EmailId: {
             id: components["schemas"]["Uuid"];
@@ -1800,8 +1850,8 @@ export interface components {
             /** @description The tags given when the email was sent. */
             tags?: components["schemas"]["Tag"][];
             created_at: components["schemas"]["Timestamp"];
-            /** @description Always null; scheduling is not supported. */
-            scheduled_at: null;
+            /** @description When the email was scheduled to go out, or null when it was queued at once. */
+            scheduled_at: components["schemas"]["Timestamp"] | null;
             last_event: components["schemas"]["EmailEvent"];
             /** @description The `Message-ID` the message went out with; null until it was first sent. */
             message_id: components["schemas"]["MessageId"] | null;
@@ -1809,7 +1859,8 @@ export interface components {
         /** @description A list of addresses. */
         MailboxList: components["schemas"]["Mailbox"][];
         /**
-         * @description The latest delivery event: `queued` on acceptance; `sent` once a relay accepted it (the
+         * @description The latest delivery event: `queued` on acceptance; `scheduled` on acceptance with a
+         *     `scheduled_at` still to come, until it goes out; `sent` once a relay accepted it (the
          *     relay is not the recipient); `delivered` once it reached the recipient's server, which a
          *     delivery notification reports, or which acceptance means at once where the server's
          *     transport is the final destination (messages captured in the store, or a relay declared
@@ -1817,10 +1868,10 @@ export interface components {
          *     `bounced` when the recipient's server refused it; `complained` when the recipient reported
          *     it as spam; `failed` when delivery was given up; `suppressed` when the address is on the
          *     suppression list and nothing was sent; `canceled` when it was withdrawn before it went out
-         *     (its broadcast was canceled, or its contact left the list first).
+         *     (it was a scheduled email canceled, its broadcast was canceled, or its contact left the list first).
          * @enum {string}
          */
-        EmailEvent: "queued" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "complained" | "failed" | "suppressed" | "canceled";
+        EmailEvent: "queued" | "scheduled" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "complained" | "failed" | "suppressed" | "canceled";
         /** @description An email as the list shows it, without its bodies, headers or tags; a broadcast's email shows the broadcast's subject before personalizing. */
         EmailSummary: {
             id: components["schemas"]["Uuid"];
@@ -1832,8 +1883,8 @@ export interface components {
             bcc: components["schemas"]["MailboxList"] | null;
             reply_to: components["schemas"]["MailboxList"] | null;
             created_at: components["schemas"]["Timestamp"];
-            /** @description Always null; scheduling is not supported. */
-            scheduled_at: null;
+            /** @description When the email was scheduled to go out, or null when it was queued at once. */
+            scheduled_at: components["schemas"]["Timestamp"] | null;
             last_event: components["schemas"]["EmailEvent"];
             /** @description The `Message-ID` the message went out with; null until it was first sent. */
             message_id: components["schemas"]["MessageId"] | null;
@@ -1853,7 +1904,7 @@ export interface components {
          * @description What happened to the email, in Resend's event names; `email.queued` is its acceptance.
          * @enum {string}
          */
-        EmailTimelineEventType: "email.queued" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled";
+        EmailTimelineEventType: "email.queued" | "email.scheduled" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled";
         /** @description One event in an email's life. */
         EmailTimelineEvent: {
             /**
@@ -2043,6 +2094,19 @@ export interface components {
         /** @description When to send; without `scheduled_at` (or without a body) the broadcast goes out now. */
         SendBroadcastRequest: {
             scheduled_at?: components["schemas"]["ScheduledAt"];
+        };
+        /** @description The new time to send a scheduled email at. */
+        UpdateEmailRequest: {
+            scheduled_at: components["schemas"]["ScheduledAt"];
+        };
+        /** @description The id of the email that was rescheduled or canceled. */
+        EmailObjectRef: {
+            /**
+             * @description Always `email`.
+             * @constant
+             */
+            object: "email";
+            id: components["schemas"]["Uuid"];
         };
         /** @description The id of the broadcast that was changed, sent or canceled. */
         BroadcastObjectRef: {
@@ -2344,7 +2408,7 @@ export interface components {
          *     email withdrawn before it went out.
          * @enum {string}
          */
-        WebhookEventType: "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted";
+        WebhookEventType: "email.scheduled" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted";
         /**
          * @description The events the webhook receives, each at most once.
          * @example [
@@ -2621,6 +2685,16 @@ export interface components {
                 suppressed: components["schemas"]["WebhookEventSuppression"];
             };
         };
+        /** @description The body of an `email.scheduled` delivery. */
+        WebhookEventEmailScheduled: {
+            /**
+             * @description Always `email.scheduled`.
+             * @constant
+             */
+            type: "email.scheduled";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventEmailData"];
+        };
         /** @description The body of an `email.canceled` delivery. */
         WebhookEventEmailCanceled: {
             /**
@@ -2745,6 +2819,18 @@ export interface components {
     responses: {
         /** @description The body is not valid JSON, or the `Idempotency-Key` header is empty or too long. */
         BadRequest: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The id is not a UUID, `scheduled_at` cannot be read as a time, or the email is not `scheduled` (the message names its last event). */
+        EmailNotScheduled: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
@@ -3557,6 +3643,87 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["EmailNotFound"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateEmailRequest"];
+            };
+        };
+        responses: {
+            /** @description The email is scheduled for the new time (or `queued`, for a time already past). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailObjectRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EmailNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["EmailNotScheduled"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    cancelEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The email is `canceled`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailObjectRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EmailNotFound"];
+            422: components["responses"]["EmailNotScheduled"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6082,6 +6249,55 @@ export interface operations {
             422: components["responses"]["UnprocessableEntity"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["UnexpectedError"];
+        };
+    };
+    emailScheduledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventEmailScheduled"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
         };
     };
     emailSentEvent: {

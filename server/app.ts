@@ -90,7 +90,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   if (config.rateLimitPerSecond > 0) app.use(rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally));
   app.use(authorize(spec), refuseHeldBody);
   const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
-  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, checkOf('EmailBatch'), checkOf('OutgoingEmail')));
+  app.use(idempotency(spec, compile, store, logger), batchValidation(spec, store, checkOf('EmailBatch'), checkOf('BatchEmail')));
   app.use(refuseLooseIntegers(spec), checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });

@@ -207,7 +207,8 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   const excluded = errors.find((e) => e.keyword === 'false schema');
   if (excluded) {
     const other = /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];
-    return `The field \`${field(excluded.instancePath)}\` cannot be combined with \`${other}\`.`;
+    // Otherwise a field the schema names only to refuse it, as a batch's email refuses `scheduled_at`.
+    return other ? `The field \`${field(excluded.instancePath)}\` cannot be combined with \`${other}\`.` : `The field ${quoted(field(excluded.instancePath))} is not supported.`;
   }
   const union = errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf');
   if (union?.parentSchema?.description) return `The \`${field(union.instancePath)}\` must be ${lowerFirst(union.parentSchema.description)}`;

@@ -14,7 +14,7 @@ import type { EmailEvent } from './store/database.ts';
 import type { Store } from './store/index.ts';
 
 /** Every state an email can be in, so that a state with no emails reads 0 rather than vanishing. */
-const EMAIL_STATES: EmailEvent[] = ['queued', 'delivery_delayed', 'sent', 'delivered', 'failed', 'bounced', 'suppressed'];
+const EMAIL_STATES: EmailEvent[] = ['queued', 'scheduled', 'delivery_delayed', 'sent', 'delivered', 'failed', 'bounced', 'suppressed'];
 /** Statuses the contract uses for a request refused for its content: malformed (400) or invalid (422). */
 const REFUSED_FOR_CONTENT = new Set([400, 422]);
 

@@ -153,7 +153,9 @@ describe('examples', () => {
 describe('the core limits are schema, not prose', () => {
   const sendBatch = operation('sendBatchEmails');
   const [batch] = deref(sendBatch.requestBody.content['application/json'].schema, '');
-  const [item] = deref(batch.items, '');
+  const [batchItem] = deref(batch.items, '');
+  // A batch's email is OutgoingEmail with `scheduled_at` refused.
+  const [item] = deref(batchItem.allOf[0], '');
   const param = (op: Obj, name: string) => op.parameters.map((p: Obj) => deref(p, '')[0]).find((p: Obj) => p.name === name);
 
   it('a batch holds 1 to 100 emails', () => {
@@ -171,11 +173,13 @@ describe('the core limits are schema, not prose', () => {
     expect(item.additionalProperties).toBe(false);
   });
 
-  it('attachments and scheduled_at are not part of an email item', () => {
+  it('attachments are not part of an email; scheduled_at is part of a single one, not of a batch item', () => {
     expect(item.properties.attachments).toBeUndefined();
-    expect(item.properties.scheduled_at).toBeUndefined();
-    const validate = compile('/components/schemas/OutgoingEmail');
-    expect(validate({ from: 'a@b.co', to: 'c@d.co', subject: 's', text: 't', scheduled_at: 'in 1 min' })).toBe(false);
+    const email = { from: 'a@b.co', to: 'c@d.co', subject: 's', text: 't' };
+    expect(compile('/components/schemas/OutgoingEmail')({ ...email, scheduled_at: 'in 1 min' })).toBe(true);
+    expect(compile('/components/schemas/BatchEmail')({ ...email, scheduled_at: 'in 1 min' })).toBe(false);
+    expect(compile('/components/schemas/BatchEmail')(email)).toBe(true);
+    expect(operation('sendEmail').requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/OutgoingEmail');
   });
 
   it('a template cannot be combined with html or text', () => {

@@ -11,6 +11,7 @@ type Status = MailroomSchemas['EmailEvent'];
 // A Record, so that the compiler names any status the contract adds and this page lacks.
 const STATUS_LABELS: Record<Status, string> = {
   queued: 'Queued',
+  scheduled: 'Scheduled',
   sent: 'Sent',
   delivered: 'Delivered',
   delivery_delayed: 'Delivery delayed',

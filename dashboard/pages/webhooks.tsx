@@ -9,8 +9,9 @@ import { Checkbox, ErrorNote, Form, Loading, PageHeading, ShownOnce, TextField, 
 type EventType = MailroomSchemas['WebhookEventType'];
 // A Record, so that the compiler names any event type the contract adds and this page lacks.
 const EVENT_TYPES: Record<EventType, true> = {
-  'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true, 'email.complained': true,
-  'email.failed': true, 'email.suppressed': true, 'email.canceled': true, 'contact.created': true, 'contact.updated': true, 'contact.deleted': true,
+  'email.scheduled': true, 'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true,
+  'email.complained': true, 'email.failed': true, 'email.suppressed': true, 'email.canceled': true, 'contact.created': true,
+  'contact.updated': true, 'contact.deleted': true,
 };
 const ALL = Object.keys(EVENT_TYPES) as EventType[];
 

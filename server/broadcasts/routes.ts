@@ -6,7 +6,7 @@ import { invalid, notFound } from '../errors.ts';
 import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
-import { sendTime } from './schedule.ts';
+import { sendTime } from '../schedule.ts';
 import type { Handlers } from '../operationRouter.ts';
 
 export function broadcastHandlers(store: Store): Handlers {

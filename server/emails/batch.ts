@@ -1,7 +1,7 @@
 // Batch validation, ahead of express-openapi-validator's request check. That check would reject a whole
 // batch for one bad email, but permissive mode must send the good ones. So the batch is checked here
 // against the contract's own EmailBatch schema (compiled from openapi.yaml) and, only if that fails,
-// email by email against OutgoingEmail, to tell the bad ones apart (one check of the whole batch costs
+// email by email against BatchEmail, to tell the bad ones apart (one check of the whole batch costs
 // a third of a hundred checks of one email). Every email is then held to the rules no schema can state
 // (composeEmail). In strict mode the first bad email rejects the request; in permissive mode the bad
 // ones are set aside with their index and the request goes on with only the good ones, which then pass
@@ -23,7 +23,7 @@ export interface TriagedBatch {
   errors: Schemas['BatchItemError'][];
 }
 
-/** `validateBatch` and `validateEmail` check EmailBatch and OutgoingEmail, with the same rules. */
+/** `validateBatch` and `validateEmail` check EmailBatch and BatchEmail, with the same rules. */
 export function batchValidation(spec: OpenApiDocument, store: Store, validateBatch: ValidateFunction, validateEmail: ValidateFunction): RequestHandler {
   const batch = resolveRef(spec, { $ref: '#/components/schemas/EmailBatch' });
   const modes: string[] = resolveRef(spec, { $ref: '#/components/parameters/BatchValidation' }).schema.enum;

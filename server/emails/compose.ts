@@ -14,7 +14,8 @@ import { invalidMailbox, mailboxColumn, mailboxList as list } from './mailbox.ts
 export type OutgoingEmail = Schemas['OutgoingEmail'];
 export type FindTemplate = (idOrAlias: string) => Promise<TemplateRecord | undefined>;
 
-export async function composeEmail(item: OutgoingEmail, findTemplate: FindTemplate, now: Date): Promise<EmailRecord | string> {
+/** `scheduledAt`, a time to come (server/schedule.ts), leaves the email `scheduled` until then. */
+export async function composeEmail(item: OutgoingEmail, findTemplate: FindTemplate, now: Date, scheduledAt: string | null = null): Promise<EmailRecord | string> {
   let { from, subject, reply_to: replyTo } = item;
   let html = item.html ?? null;
   let text = item.text ?? null;
@@ -63,9 +64,10 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     text,
     headers: item.headers && Object.keys(item.headers).length ? JSON.stringify(item.headers) : null,
     tags: item.tags ? JSON.stringify(item.tags) : null,
-    last_event: 'queued',
+    last_event: scheduledAt ? 'scheduled' : 'queued',
     attempts: 0,
-    next_attempt_at: at,
+    scheduled_at: scheduledAt,
+    next_attempt_at: scheduledAt ?? at,
     message_id: null,
     last_error: null,
     created_at: at,

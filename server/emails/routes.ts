@@ -1,15 +1,16 @@
-// Emails: send one, send a batch, list them, retrieve one with its last delivery event, and its
-// events. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
+// Emails: send one (now or at `scheduled_at`), send a batch, list them, retrieve one with its last
+// delivery event, and its events; reschedule or cancel a scheduled one. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
 // personalized for its contact (the list shows the stored subject, so that a page costs one query).
 import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
-import { ApiError, notFound, refusedEmail } from '../errors.ts';
-import type { EmailRecord, ListedEmail } from '../store/emails.ts';
+import { ApiError, invalid, notFound, refusedEmail } from '../errors.ts';
+import type { EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 import { cursorOf, listing } from '../paging.ts';
+import { sendTime } from '../schedule.ts';
 import { composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
@@ -30,7 +31,9 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handl
   }
 
   const sendEmail: OperationHandler<'sendEmail'> = async (req, res) => {
-    const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), new Date());
+    const now = new Date();
+    const scheduledAt = await sendTime(req.body.scheduled_at, now);
+    const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), now, scheduledAt);
     if (typeof composed === 'string') throw refusedEmail(composed);
     res.json(await accept(res, [composed], { id: composed.id }));
   };
@@ -69,7 +72,31 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handl
     res.json(toTimeline(record, await store.events.forEmail(record.id)));
   };
 
-  return { listEmails, sendEmail, sendBatchEmails, getEmail, listEmailEvents, getEmailRaw };
+  const updateEmail: OperationHandler<'updateEmail'> = async (req, res) => {
+    const now = new Date();
+    const refusal = await store.emails.reschedule(req.params.email_id, await sendTime(req.body.scheduled_at, now), now);
+    if (refusal) throw scheduleRefused(refusal, 'rescheduled');
+    res.json({ object: 'email', id: req.params.email_id });
+  };
+
+  const cancelEmail: OperationHandler<'cancelEmail'> = async (req, res) => {
+    const refusal = await store.emails.cancel(req.params.email_id, new Date());
+    if (refusal) throw scheduleRefused(refusal, 'canceled');
+    res.json({ object: 'email', id: req.params.email_id });
+  };
+
+  return { listEmails, sendEmail, sendBatchEmails, getEmail, listEmailEvents, getEmailRaw, updateEmail, cancelEmail };
+}
+
+function scheduleRefused(refusal: ScheduleRefusal, move: 'rescheduled' | 'canceled'): ApiError {
+  switch (refusal.refused) {
+    case 'not_found':
+      return notFound('Email');
+    case 'last_event':
+      return invalid(`The email is \`${refusal.last_event}\`; only a \`scheduled\` email can be ${move}.`);
+    case 'sending':
+      return invalid(`The email is being sent; it can no longer be ${move}.`);
+  }
 }
 
 function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {
@@ -83,7 +110,7 @@ function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {
     bcc: list(record.bcc),
     reply_to: list(record.reply_to),
     created_at: record.created_at,
-    scheduled_at: null,
+    scheduled_at: record.scheduled_at,
     last_event: record.last_event,
     message_id: record.message_id,
   };
@@ -106,7 +133,7 @@ function toEmail(record: EmailRecord, personalized: Personalized | undefined): S
     text: content.text === '' ? null : content.text,
     ...(record.tags !== null && { tags: JSON.parse(record.tags) }),
     created_at: record.created_at,
-    scheduled_at: null,
+    scheduled_at: record.scheduled_at,
     last_event: record.last_event,
     message_id: record.message_id,
   };

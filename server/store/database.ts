@@ -118,7 +118,7 @@ export interface TemplateTable {
   published_at: string | null;
 }
 
-export type EmailEvent = 'queued' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled';
+export type EmailEvent = 'queued' | 'scheduled' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled';
 
 /** What an event row records, in Resend's names; an email's `last_event` is its newest, without `email.`. */
 export type EventType = `email.${Exclude<EmailEvent, 'queued'>}` | 'contact.created' | 'contact.updated' | 'contact.deleted';
@@ -194,6 +194,8 @@ export interface EmailTable {
   tags: string | null;
   last_event: EmailEvent;
   attempts: number;
+  /** The time a single send asked to go out at (`scheduled_at`), or null for at once. */
+  scheduled_at: string | null;
   /** When the outbox may next hand it to a worker; a claim moves it forward by the lease. */
   next_attempt_at: string;
   message_id: string | null;
@@ -202,6 +204,11 @@ export interface EmailTable {
   updated_at: string;
   /** Names the claim that holds the email, while one does; set by the outbox, never on insert. */
   lease_token: Generated<string | null>;
+  /**
+   * JSON array of the recipients a relay deferred (4xx) while it took the message for the others: the
+   * next attempt goes to them alone. Null when every recipient is still to be sent to.
+   */
+  deferred_recipients: Generated<string | null>;
   /** A broadcast's email: its content is the broadcast's, personalized for the contact at delivery. */
   broadcast_id: Generated<string | null>;
   contact_id: Generated<string | null>;

@@ -6,25 +6,29 @@
 // can neither undo another worker's outcome nor overwrite `sent` or `failed`. Every outcome is
 // recorded with its event (store/events.ts) in one transaction.
 import { randomUUID } from 'node:crypto';
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailEvent, type EmailTable, type Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared, preparedInsert } from './prepared.ts';
 import { suppress } from './suppressions.ts';
 
-/** An email as stored; the lease token is the outbox's own business. */
-export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token'>;
+/** An email as stored; the lease token and the deferred recipients are the outbox's own business. */
+export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token' | 'deferred_recipients'>;
 /** An email a worker has claimed, with the token that lets it record the outcome. */
-export type ClaimedEmail = EmailRecord & { lease_token: string };
+export type ClaimedEmail = EmailRecord & { lease_token: string; deferred_recipients: string | null };
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
 /** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
-const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'last_event', 'message_id'] as const;
+const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id'] as const;
 export type ListedEmail = Pick<EmailRecord, (typeof LISTED)[number]>;
 /** What an outcome other than sending changes in the email's row. */
-type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<EmailTable, 'next_attempt_at'>>;
+type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<Selectable<EmailTable>, 'next_attempt_at' | 'deferred_recipients'>>;
 
-const PENDING: EmailEvent[] = ['queued', 'delivery_delayed'];
+/** What waits in the outbox, in the order the emails_due index names them (SQLite matches its condition as written). */
+const PENDING: EmailEvent[] = ['queued', 'scheduled', 'delivery_delayed'];
+
+/** Why a scheduled email could not be rescheduled or canceled. */
+export type ScheduleRefusal = { refused: 'not_found' } | { refused: 'last_event'; last_event: EmailEvent } | { refused: 'sending' };
 
 /** The row this lease holds, while it is still pending. */
 const heldBy =
@@ -57,7 +61,7 @@ export class EmailStore {
       db
         .updateTable('emails')
         .where(heldBy({ id: slot('id'), lease_token: slot('lease_token') }))
-        .set({ last_event: slot('last_event') as EmailEvent, message_id: slot('message_id'), text: slot('text'), last_error: null, updated_at: slot('updated_at'), lease_token: null })
+        .set({ last_event: slot('last_event') as EmailEvent, message_id: slot('message_id'), text: slot('text'), last_error: null, updated_at: slot('updated_at'), lease_token: null, deferred_recipients: null })
         .returning('id'),
     );
   }
@@ -154,7 +158,7 @@ export class EmailStore {
       const rows = sql.join(deliveries.slice(i, i + 1000).map((d) => sql`(${d.id}, ${d.lease_token}, ${d.messageId}, ${d.text})`));
       // VALUES names its columns column1, column2...
       const { rows: updated } = await sql<{ id: string }>`
-        update emails set last_event = ${last_event}, message_id = v.column3, text = v.column4, last_error = null, updated_at = ${updated_at}, lease_token = null
+        update emails set last_event = ${last_event}, message_id = v.column3, text = v.column4, last_error = null, updated_at = ${updated_at}, lease_token = null, deferred_recipients = null
         from (values ${rows}) as v
         where emails.id = v.column1 and emails.lease_token = v.column2 and emails.last_event in (${sql.join(PENDING)})
         returning emails.id`.execute(tx);
@@ -163,10 +167,18 @@ export class EmailStore {
     return held;
   }
 
-  /** Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. */
-  markDelayed(lease: Lease, error: string, retryAt: Date, at: Date): Promise<boolean> {
-    const change = { last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString() } as const;
-    return this.conclude(lease, change, { type: 'email.delivery_delayed', data: { reason: error } }, at);
+  /**
+   * Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. When the
+   * relay took the message for some recipients, `deferred` are the ones the next attempt goes to, and
+   * `refused` the ones it refused for good: suppressed, with their `email.bounced`, in the same transaction.
+   */
+  markDelayed(lease: Lease, error: string, retryAt: Date, at: Date, { deferred, refused }: { deferred?: string[]; refused?: { bounce: { message: string }; addresses: string[] } } = {}): Promise<boolean> {
+    const change = { last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString(), ...(deferred && { deferred_recipients: JSON.stringify(deferred) }) } as const;
+    const bounce = refused && (async (tx: Transaction<Tables>, now: string) => {
+      await this.events.record(tx, [{ type: 'email.bounced', email_id: lease.id, data: { bounce: refused.bounce }, created_at: now }]);
+      await suppress(tx, refused.addresses.map((email) => ({ email, origin: 'bounce' as const, source_id: lease.id })), now);
+    });
+    return this.conclude(lease, change, { type: 'email.delivery_delayed', data: { reason: error } }, at, bounce);
   }
 
   /** Fails the email for good; false if the lease no longer holds. */
@@ -209,6 +221,47 @@ export class EmailStore {
   markBounced(lease: Lease, bounce: { message: string }, refused: string[], at: Date): Promise<boolean> {
     const suppressRefused = (tx: Transaction<Tables>, now: string) => suppress(tx, refused.map((email) => ({ email, origin: 'bounce' as const, source_id: lease.id })), now);
     return this.conclude(lease, { last_event: 'bounced', last_error: bounce.message.slice(0, 500) }, { type: 'email.bounced', data: { bounce } }, at, suppressRefused);
+  }
+
+  /**
+   * Moves a scheduled email to `scheduledAt`, or queues it now when that is null, recording
+   * `email.scheduled` for a new time; refused unless the email is `scheduled` and no delivery holds it.
+   */
+  reschedule(id: string, scheduledAt: string | null, now: Date): Promise<ScheduleRefusal | undefined> {
+    const at = now.toISOString();
+    const change: Updateable<EmailTable> = scheduledAt ? { scheduled_at: scheduledAt, next_attempt_at: scheduledAt } : { last_event: 'queued' as const, scheduled_at: null, next_attempt_at: at };
+    return this.changeScheduled(id, now, change, scheduledAt ? { type: 'email.scheduled', email_id: id, created_at: at } : undefined);
+  }
+
+  /** Withdraws a scheduled email: it ends `canceled`, with its event; refused as `reschedule` is. */
+  cancel(id: string, now: Date): Promise<ScheduleRefusal | undefined> {
+    const at = now.toISOString();
+    const event: NewEvent = { type: 'email.canceled', email_id: id, data: { reason: 'the scheduled email was canceled' }, created_at: at };
+    return this.changeScheduled(id, now, { last_event: 'canceled', lease_token: null }, event);
+  }
+
+  /**
+   * Changes a scheduled email no delivery holds (none claimed it, or its claim's lease ran out, as a
+   * broadcast's cancel has it), with its event, in one transaction; otherwise says why not.
+   */
+  private async changeScheduled(id: string, now: Date, change: Updateable<EmailTable>, event: NewEvent | undefined): Promise<ScheduleRefusal | undefined> {
+    const at = now.toISOString();
+    const changed = await this.db.transaction().execute(async (tx) => {
+      const row = await tx
+        .updateTable('emails')
+        .set({ ...change, updated_at: at })
+        .where('id', '=', id)
+        .where('last_event', '=', 'scheduled')
+        .where((eb) => eb.or([eb('lease_token', 'is', null), eb('next_attempt_at', '<=', at)]))
+        .returning('id')
+        .executeTakeFirst();
+      if (row && event) await this.events.record(tx, [event]);
+      return row !== undefined;
+    });
+    if (changed) return undefined;
+    const email = await this.db.selectFrom('emails').select('last_event').where('id', '=', id).executeTakeFirst();
+    if (!email) return { refused: 'not_found' };
+    return email.last_event === 'scheduled' ? { refused: 'sending' } : { refused: 'last_event', last_event: email.last_event };
   }
 
   capturedMessage(id: string): Promise<string | undefined> {

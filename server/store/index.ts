@@ -86,6 +86,8 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
         if (record) await idempotency.complete(tx, record.claim, record.status, record.body);
         await emails.insertMany(tx, records);
+        // A scheduled email's wait is an event (its acceptance, `queued`, is its created_at: no row).
+        await events.record(tx, records.flatMap((record) => (record.last_event === 'scheduled' ? [{ type: 'email.scheduled' as const, email_id: record.id, created_at: record.created_at }] : [])));
       }),
     ping: async () => {
       await database.db.selectFrom('api_keys').select('id').limit(1).execute();

@@ -337,6 +337,22 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('templates_newest_first').on('templates').columns(['created_at', 'id']).execute();
       },
     },
+    '0010_scheduled_and_deferred_emails': {
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema.alterTable('emails').addColumn('scheduled_at', 'text').execute();
+          await db.schema.alterTable('emails').addColumn('deferred_recipients', 'text').execute();
+          // A scheduled email waits in the outbox with its time as next_attempt_at, so the outbox's index takes it in.
+          await db.schema.dropIndex('emails_due').execute();
+          await db.schema
+            .createIndex('emails_due')
+            .on('emails')
+            .column('next_attempt_at')
+            .where(sql.ref('last_event'), 'in', [sql.lit('queued'), sql.lit('scheduled'), sql.lit('delivery_delayed')])
+            .execute();
+        });
+      },
+    },
   };
 }
 

@@ -29,7 +29,7 @@ export interface DeliveryBench {
 
 // Every email event type: a Record so that the compiler names any type added later and missing here.
 const EMAIL_EVENTS: Record<Extract<EventType, `email.${string}`>, true> = {
-  'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true,
+  'email.scheduled': true, 'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true,
   'email.complained': true, 'email.failed': true, 'email.suppressed': true, 'email.canceled': true,
 };
 const RATIO_TARGET = 0.9;

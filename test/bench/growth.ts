@@ -56,7 +56,7 @@ async function growOutbox(db: Kysely<Tables>, from: number, to: number): Promise
   for (let start = from; start < to; start += CHUNK / 2) {
     const rows: EmailRecord[] = Array.from({ length: Math.min(CHUNK / 2, to - start) }, (_, j) => ({
       id: timeOrderedId(), from_address: 'Acme <news@acme.dev>', to_addresses: `["o${start + j}@example.com"]`, cc: null, bcc: null, reply_to: null,
-      subject: 'News', html: '<p>Hello</p>', text: null, headers: null, tags: null, last_event: 'queued', attempts: 0, next_attempt_at: due,
+      subject: 'News', html: '<p>Hello</p>', text: null, headers: null, tags: null, last_event: 'queued', attempts: 0, scheduled_at: null, next_attempt_at: due,
       message_id: null, last_error: null, created_at: due, updated_at: due, broadcast_id: null, contact_id: null,
     }));
     await db.insertInto('emails').values(rows).execute();

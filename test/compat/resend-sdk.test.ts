@@ -59,6 +59,19 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     }
   });
 
+  it('emails.send with scheduledAt, then emails.update and emails.cancel', async () => {
+    const sent = await resend.emails.send({ ...email, subject: 'Scheduled', scheduledAt: 'in 1 hour' });
+    expect(sent).toMatchObject({ data: { id: uuid }, error: null });
+    const id = sent.data!.id;
+    expect((await resend.emails.get(id)).data).toMatchObject({ last_event: 'scheduled', scheduled_at: expect.stringMatching(/Z$/) });
+    const at = new Date(Date.now() + 86_400_000).toISOString();
+    expect(await resend.emails.update({ id, scheduledAt: at })).toEqual({ data: { object: 'email', id }, error: null, headers: expect.anything() });
+    expect((await resend.emails.get(id)).data?.scheduled_at).toBe(at);
+    expect(await resend.emails.cancel(id)).toEqual({ data: { object: 'email', id }, error: null, headers: expect.anything() });
+    expect((await resend.emails.get(id)).data?.last_event).toBe('canceled');
+    expect((await resend.emails.cancel(id)).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
+  });
+
   it('emails.list: newest first, paged with limit and after', async () => {
     const sent = [(await resend.emails.send({ ...email, subject: 'Listed' })).data!.id, (await resend.emails.send({ ...email, subject: 'Listed' })).data!.id];
     // Sent in the same millisecond, the two are ordered by id.

@@ -146,6 +146,7 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
 
   function structure(schema: Record<string, any>, mode: 'valid' | 'hostile'): Arb {
     if ('const' in schema) return fc.constant(schema.const);
+    if (schema.allOf && !schema.type) return narrowed(schema, mode);
     if (schema.enum) return fc.constantFrom(...schema.enum);
     if (schema.oneOf || schema.anyOf) return fc.oneof(...(schema.oneOf ?? schema.anyOf).map((s: Schema) => build(s, mode)));
     if (Array.isArray(schema.type)) return fc.oneof(...schema.type.map((type: string) => structure({ ...schema, type }, mode)));
@@ -168,6 +169,21 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
         return object(schema, mode);
     }
     throw new Error(`arbitraries: cannot generate ${JSON.stringify(schema).slice(0, 80)}`);
+  }
+
+  /**
+   * `allOf: [base, {properties: {name: false}}...]` (BatchEmail): the base's values without the
+   * properties the other members refuse. No other use of allOf without a type is generated.
+   */
+  function narrowed(schema: Record<string, any>, mode: 'valid' | 'hostile'): Arb {
+    const [base, ...others] = schema.allOf as Record<string, any>[];
+    const onlyRefusals = (member: Record<string, any>) => Object.keys(member).every((keyword) => keyword === 'properties') && Object.values(member.properties).every((value) => value === false);
+    if (!base || !others.every(onlyRefusals)) throw new Error(`arbitraries: cannot generate ${JSON.stringify(schema).slice(0, 80)}`);
+    const refused = others.flatMap((member) => Object.keys(member.properties));
+    return build(base, mode).map((value) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+      return Object.fromEntries(Object.entries(value).filter(([name]) => !refused.includes(name)));
+    });
   }
 
   function string(schema: Record<string, any>): fc.Arbitrary<string> {

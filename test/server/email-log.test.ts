@@ -65,7 +65,7 @@ describe.each(backends)('the email log on %s', (backend) => {
       const base = Date.parse('2099-01-01T00:00:00.000Z');
       const rows: EmailRecord[] = Array.from({ length: 45 }, (_, i) => {
         const at = new Date(base + Math.floor(i / 4) * 1000).toISOString();
-        return { id: randomUUID(), from_address: 'Acme <news@acme.dev>', to_addresses: JSON.stringify([`list${i}@example.com`]), cc: i % 5 === 0 ? JSON.stringify(['cc@example.com']) : null, bcc: null, reply_to: null, subject: `List ${i}`, html: '<p>body</p>', text: null, headers: null, tags: null, last_event: 'sent', attempts: 1, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: null, contact_id: null };
+        return { id: randomUUID(), from_address: 'Acme <news@acme.dev>', to_addresses: JSON.stringify([`list${i}@example.com`]), cc: i % 5 === 0 ? JSON.stringify(['cc@example.com']) : null, bcc: null, reply_to: null, subject: `List ${i}`, html: '<p>body</p>', text: null, headers: null, tags: null, last_event: 'sent', attempts: 1, scheduled_at: null, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: null, contact_id: null };
       });
       await db().insertInto('emails').values(rows).execute();
       const all = await db().selectFrom('emails').select(['id', 'created_at']).execute();

@@ -181,7 +181,7 @@ describe.each(backends)('events on %s', (backend) => {
   async function outboxRow(broadcastId: string, contactId: string, email: string): Promise<string> {
     const id = randomUUID();
     const at = new Date().toISOString();
-    const row: EmailRecord = { id, from_address: 'news@acme.dev', to_addresses: JSON.stringify([email]), cc: null, bcc: null, reply_to: null, subject: 'Hi {{{FIRST_NAME|there}}}', html: null, text: null, headers: null, tags: null, last_event: 'queued', attempts: 0, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: broadcastId, contact_id: contactId };
+    const row: EmailRecord = { id, from_address: 'news@acme.dev', to_addresses: JSON.stringify([email]), cc: null, bcc: null, reply_to: null, subject: 'Hi {{{FIRST_NAME|there}}}', html: null, text: null, headers: null, tags: null, last_event: 'queued', attempts: 0, scheduled_at: null, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: broadcastId, contact_id: contactId };
     await db().insertInto('emails').values(row).execute();
     return id;
   }

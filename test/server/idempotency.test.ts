@@ -240,7 +240,7 @@ describe.each(backends)('finding 12: claims held by a process, on %s', (backend:
   });
 
   const at = new Date().toISOString();
-  const record = (subject: string): EmailRecord => ({ id: randomUUID(), from_address: 'hi@acme.dev', to_addresses: '["a@b.dev"]', cc: null, bcc: null, reply_to: null, subject, html: null, text: 'x', headers: null, tags: null, last_event: 'queued', attempts: 0, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: null, contact_id: null });
+  const record = (subject: string): EmailRecord => ({ id: randomUUID(), from_address: 'hi@acme.dev', to_addresses: '["a@b.dev"]', cc: null, bcc: null, reply_to: null, subject, html: null, text: 'x', headers: null, tags: null, last_event: 'queued', attempts: 0, scheduled_at: null, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: null, contact_id: null });
   const claim = (store: Store, key: string, abandonedMs = 300_000) => store.idempotency.claim({ owner: 'k', scope: 'POST /emails/batch', key }, 'f', new Date(), 86_400_000, abandonedMs);
 
   it('refuses to commit for a request whose claim was taken over, and stores nothing', async () => {

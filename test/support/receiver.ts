@@ -123,7 +123,7 @@ export function emailRecord(overrides: Partial<EmailRecord> = {}): EmailRecord {
   const at = new Date().toISOString();
   return {
     id: randomUUID(), from_address: 'Acme <news@acme.dev>', to_addresses: JSON.stringify(['reader@example.com']), cc: null, bcc: null, reply_to: null,
-    subject: 'Hello', html: '<p>Hello</p>', text: null, headers: null, tags: null, last_event: 'sent', attempts: 0, next_attempt_at: at,
+    subject: 'Hello', html: '<p>Hello</p>', text: null, headers: null, tags: null, last_event: 'sent', attempts: 0, scheduled_at: null, next_attempt_at: at,
     message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: null, contact_id: null, ...overrides,
   };
 }

@@ -1,9 +1,10 @@
-// `scheduled_at` as Resend takes it: ISO 8601, or English words read from now (`in 1 hour`,
-// `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must be the time, so that
-// `send in 1 hour or so` is refused rather than read as a guess. chrono-node is loaded on first use: its
-// grammars for every language cost an idle server about 5 MB of its memory, for a feature few use.
-import { invalid } from '../errors.ts';
-import { quoted } from '../quoted.ts';
+// `scheduled_at`, of a broadcast or of a single email, as Resend takes it: ISO 8601, or English words
+// read from now (`in 1 hour`, `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must
+// be the time, so that `send in 1 hour or so` is refused rather than read as a guess. chrono-node is
+// loaded on first use: its grammars for every language cost an idle server about 5 MB of its memory,
+// for a feature few use.
+import { invalid } from './errors.ts';
+import { quoted } from './quoted.ts';
 
 /** The latest time a Timestamp can hold (four-digit years). */
 const LAST = Date.parse('9999-12-31T23:59:59.999Z');

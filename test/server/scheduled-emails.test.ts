@@ -1,0 +1,143 @@
+// A single email sent with `scheduled_at` on SQLite and PostgreSQL: it waits `scheduled` in the outbox
+// until its time, a real relay gets it then and not before, and until it goes out it can be moved
+// (PATCH /emails/{id}) or canceled (POST /emails/{id}/cancel), each with its event.
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { smtpTransport } from '../../server/delivery/transport.ts';
+import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+
+const quiet = pino({ level: 'silent' });
+const json = { 'content-type': 'application/json' };
+
+describe.each(backends)('scheduled emails on %s', (backend) => {
+  let server: TestServer;
+  let sink: SmtpSink;
+  const workers: DeliveryWorker[] = [];
+  /** A delivery worker of its own for each round: a stopped one has closed its relay connections. */
+  const worker = () => {
+    const w = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, idleMs: 10 });
+    workers.push(w);
+    return w;
+  };
+  const db = () => server.store.database.db;
+
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    sink = await startSmtpSink();
+  });
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    await sink.close();
+    await server.close();
+  });
+  beforeEach(() => {
+    sink.received.length = 0;
+  });
+
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await server.request(path, { method, headers: json, ...(body !== undefined && { body: JSON.stringify(body) }) });
+    return { status: res.status, body: await res.json() };
+  };
+  async function schedule(subject: string, scheduled_at: string): Promise<string> {
+    const { status, body } = await call('POST', '/emails', { from: 'Acme <news@acme.dev>', to: 'reader@example.com', subject, text: 'Later.', scheduled_at });
+    expect(status, JSON.stringify(body)).toBe(200);
+    return body.id;
+  }
+  const typesOf = async (id: string) => (await call('GET', `/emails/${id}/events`)).body.data.map((event: { type: string }) => event.type);
+  const delivered = (subject: string) => sink.received.filter((r) => r.mail.subject === subject);
+
+  it('waits scheduled until its time, then goes to the relay, keeping the time it was scheduled for', async () => {
+    const at = new Date(Date.now() + 4000).toISOString();
+    const id = await schedule('On time', at);
+    const { body: email } = await call('GET', `/emails/${id}`);
+    expect(email).toMatchObject({ last_event: 'scheduled', scheduled_at: at });
+    expect(await typesOf(id)).toEqual(['email.queued', 'email.scheduled']);
+    const listed = (await call('GET', '/emails?limit=5')).body.data.find((row: { id: string }) => row.id === id);
+    expect(listed).toMatchObject({ last_event: 'scheduled', scheduled_at: at });
+
+    await worker().runOnce();
+    expect(Date.now()).toBeLessThan(Date.parse(at)); // else the round below proves nothing
+    expect(delivered('On time')).toHaveLength(0);
+    const running = worker();
+    running.start();
+    await sink.waitFor(1, 10_000);
+    await running.stop();
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(at));
+    expect(delivered('On time')).toHaveLength(1);
+    expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'sent', scheduled_at: at });
+    expect(await typesOf(id)).toEqual(['email.queued', 'email.scheduled', 'email.sent']);
+  });
+
+  it('reads words as a time from now, and a time already past as now', async () => {
+    const before = Date.now();
+    const id = await schedule('In words', 'in 2 hours');
+    const { scheduled_at } = (await call('GET', `/emails/${id}`)).body;
+    expect(Date.parse(scheduled_at) - before).toBeGreaterThanOrEqual(2 * 3600_000 - 1000);
+    expect(Date.parse(scheduled_at) - before).toBeLessThan(2 * 3600_000 + 5000);
+    const past = await schedule('Past', '2020-01-01T00:00:00Z');
+    expect((await call('GET', `/emails/${past}`)).body).toMatchObject({ last_event: 'queued', scheduled_at: null });
+    await call('POST', `/emails/${id}/cancel`);
+  });
+
+  it('is refused when scheduled_at is not a time, and in a batch', async () => {
+    const { status, body } = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'whenever' });
+    expect({ status, body }).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The `scheduled_at` `whenever` cannot be read as a time; give ISO 8601 or words such as `in 1 hour`.' } });
+    const batch = await call('POST', '/emails/batch', [{ from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'in 1 hour' }]);
+    expect(batch).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'emails[0]: The field `scheduled_at` is not supported.' } });
+  });
+
+  it('moves to another time, with another email.scheduled; a time already past queues it now', async () => {
+    const id = await schedule('Moved', 'in 1 day');
+    const later = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    expect(await call('PATCH', `/emails/${id}`, { scheduled_at: later })).toEqual({ status: 200, body: { object: 'email', id } });
+    expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'scheduled', scheduled_at: later });
+    expect(await typesOf(id)).toEqual(['email.queued', 'email.scheduled', 'email.scheduled']);
+    await worker().runOnce();
+    expect(delivered('Moved')).toHaveLength(0);
+
+    expect(await call('PATCH', `/emails/${id}`, { scheduled_at: '2020-01-01T00:00:00Z' })).toEqual({ status: 200, body: { object: 'email', id } });
+    expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'queued', scheduled_at: null });
+    await worker().runOnce();
+    expect(delivered('Moved')).toHaveLength(1);
+    const refused = await call('PATCH', `/emails/${id}`, { scheduled_at: 'in 1 hour' });
+    expect(refused).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The email is `sent`; only a `scheduled` email can be rescheduled.' } });
+  });
+
+  it('is canceled before its time and never sent; then neither canceled nor moved again', async () => {
+    const id = await schedule('Canceled', 'in 1 hour');
+    expect(await call('POST', `/emails/${id}/cancel`)).toEqual({ status: 200, body: { object: 'email', id } });
+    expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'canceled' });
+    expect(await typesOf(id)).toEqual(['email.queued', 'email.scheduled', 'email.canceled']);
+    await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute(); // due, were it still waiting
+    await worker().runOnce();
+    expect(delivered('Canceled')).toHaveLength(0);
+    const again = await call('POST', `/emails/${id}/cancel`);
+    expect(again).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The email is `canceled`; only a `scheduled` email can be canceled.' } });
+    expect((await call('PATCH', `/emails/${id}`, { scheduled_at: 'in 1 hour' })).status).toBe(422);
+  });
+
+  it('cannot be canceled while a delivery holds it, and can once that claim has run out', async () => {
+    const id = await schedule('Held', '2099-01-01T00:00:00Z');
+    await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute();
+    const [claimed] = await server.store.emails.claimNextBatch(1, new Date(), 60_000);
+    expect(claimed?.id).toBe(id);
+    const held = await call('POST', `/emails/${id}/cancel`);
+    expect(held).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The email is being sent; it can no longer be canceled.' } });
+    await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute(); // the lease ran out
+    expect((await call('POST', `/emails/${id}/cancel`)).status).toBe(200);
+    // The late delivery cannot record an outcome over the cancel.
+    expect(await server.store.emails.markDelivered([{ id, lease_token: claimed!.lease_token, messageId: '<late@acme.dev>', text: null }], new Date(), false)).toEqual([]);
+    expect((await call('GET', `/emails/${id}`)).body.last_event).toBe('canceled');
+  });
+
+  it('answers 404 for an unknown email and 422 for a body without scheduled_at', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expect((await call('POST', `/emails/${unknown}/cancel`)).body).toEqual({ statusCode: 404, name: 'not_found', message: 'Email not found' });
+    expect((await call('PATCH', `/emails/${unknown}`, { scheduled_at: 'in 1 hour' })).status).toBe(404);
+    const { status, body } = await call('PATCH', `/emails/${unknown}`, {});
+    expect({ status, name: body.name }).toEqual({ status: 422, name: 'missing_required_field' });
+  });
+});
