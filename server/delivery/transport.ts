@@ -7,7 +7,7 @@ import type { OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY } from './options.ts';
 import { buildMessage } from './mime.ts';
 
-/** A recipient the relay refused for good, and the reply it refused with. */
+/** A recipient the relay refused, for good (5xx) or for now (4xx), and the reply it refused with. */
 export interface Refusal {
   address: string;
   reply: string;
@@ -18,9 +18,9 @@ export interface Transport {
   readonly final: boolean;
   /**
    * Sends one message; resolves with its raw MIME when the transport keeps it, and the recipients the
-   * relay refused for good while it took the message for the others.
+   * relay refused for good (`refused`) or for now (`deferred`) while it took the message for the others.
    */
-  send(message: OutgoingMessage): Promise<{ raw?: string; refused?: Refusal[] }>;
+  send(message: OutgoingMessage): Promise<{ raw?: string; refused?: Refusal[]; deferred?: Refusal[] }>;
   close(): void;
 }
 
@@ -51,7 +51,8 @@ export function smtpTransport(
       // The Message-ID is given again so that nodemailer does not make one up for the raw message.
       const { envelope, dsn, messageId } = message;
       const info = await transporter.sendMail({ envelope, dsn, messageId, raw: buildMessage(message) });
-      return { refused: permanentRefusals((info as { rejectedErrors?: unknown[] }).rejectedErrors) };
+      const { rejectedErrors } = info as { rejectedErrors?: unknown[] };
+      return { refused: refusals(rejectedErrors, isPermanent), deferred: refusals(rejectedErrors, isTransient) };
     },
     close: () => transporter.close(),
   };
@@ -72,23 +73,34 @@ export function isPermanent(error: unknown): boolean {
 }
 
 /**
- * The recipients a 5xx refused: at RCPT TO, the ones refused; at the end of DATA, all of them. A 5xx
- * to anything else (MAIL FROM, AUTH) refuses the sender, not the recipients: undefined.
+ * The recipients a 5xx refused: at RCPT TO, the ones refused (whatever the others got: the error's
+ * own code is the last recipient's); at the end of DATA, all of them. A 5xx to anything else
+ * (MAIL FROM, AUTH) refuses the sender, not the recipients: undefined.
  */
 export function recipientRefusal(error: unknown, recipients: string[]): Refusal[] | undefined {
-  if (!isPermanent(error)) return undefined;
   const { command, response, rejectedErrors } = error as { command?: string; response?: string; rejectedErrors?: unknown[] };
   if (command === 'RCPT TO') {
-    const refused = permanentRefusals(rejectedErrors);
+    const refused = refusals(rejectedErrors, isPermanent);
     return refused.length > 0 ? refused : undefined;
   }
-  if (command === 'DATA') return recipients.map((address) => ({ address, reply: response ?? String((error as Error).message) }));
+  if (command === 'DATA' && isPermanent(error)) return recipients.map((address) => ({ address, reply: response ?? String((error as Error).message) }));
   return undefined;
 }
 
-function permanentRefusals(errors: unknown[] | undefined): Refusal[] {
+/** The recipients a 4xx refused at RCPT TO when the relay took none: the ones to try again. */
+export function recipientDeferral(error: unknown): Refusal[] {
+  const { command, rejectedErrors } = error as { command?: string; rejectedErrors?: unknown[] };
+  return command === 'RCPT TO' ? refusals(rejectedErrors, isTransient) : [];
+}
+
+const isTransient = (error: unknown) => {
+  const code = (error as { responseCode?: number }).responseCode;
+  return typeof code === 'number' && code >= 400 && code < 500;
+};
+
+function refusals(errors: unknown[] | undefined, matches: (error: unknown) => boolean): Refusal[] {
   return (errors ?? []).flatMap((error) => {
     const { recipient, response } = error as { recipient?: string; response?: string };
-    return isPermanent(error) && recipient ? [{ address: recipient, reply: response ?? '' }] : [];
+    return matches(error) && recipient ? [{ address: recipient, reply: response ?? '' }] : [];
   });
 }

@@ -11,7 +11,9 @@
 //
 // Suppressed recipients are taken out of each message (server/delivery/suppression.ts), with one query
 // per claimed batch; an email left with none ends `suppressed`. A relay's 5xx to recipients is a
-// Permanent bounce: the email ends `bounced` and those addresses are suppressed.
+// Permanent bounce: the email ends `bounced` and those addresses are suppressed. A relay's 4xx to some
+// recipients is a delay for them alone: the email is `delivery_delayed`, and the next attempt goes to
+// the recipients deferred, so those who have the message do not get it twice.
 import type { Logger } from 'pino';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
@@ -24,7 +26,7 @@ import { toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
 import { bounced } from './report.ts';
 import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
-import { isPermanent, recipientRefusal, type Refusal, type Transport } from './transport.ts';
+import { isPermanent, recipientDeferral, recipientRefusal, type Refusal, type Transport } from './transport.ts';
 
 export { DEFAULT_DELIVERY, type DeliveryOptions };
 
@@ -127,24 +129,24 @@ export class DeliveryWorker {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
     }
+    if (email.deferred_recipients !== null) message = onlyTo(message, JSON.parse(email.deferred_recipients));
     const kept = withoutSuppressed(message, suppressed);
     if ('withdraw' in kept) return this.suppress(email, kept.withdraw);
     message = kept.send;
     let raw: string | undefined;
     let refused: Refusal[] | undefined;
+    let deferred: Refusal[] | undefined;
     try {
-      ({ raw, refused } = await this.outcomes.awaiting(() => this.transport.send(message)));
+      ({ raw, refused, deferred } = await this.outcomes.awaiting(() => this.transport.send(message)));
     } catch (error) {
-      const reason = reasonOf(error);
       const refusedAll = recipientRefusal(error, message.envelope.to);
+      const deferredAll = recipientDeferral(error);
+      if (deferredAll.length > 0) return this.delay(email, reasonOf(error), deferredAll, refusedAll);
       if (refusedAll) return this.bounce(email, refusedAll);
-      if (isPermanent(error) || email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
-      const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
-      const retryAt = new Date(Date.now() + Math.random() * ceiling);
-      this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-      if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date())))) this.leaseLost(email.id, 'delivery_delayed');
-      return;
+      if (isPermanent(error)) return this.fail(email, reasonOf(error));
+      return this.delay(email, reasonOf(error));
     }
+    if (deferred?.length) return this.delay(email, `the relay deferred ${deferred.map((d) => d.address).join(', ')}: ${deferred[0]!.reply}`.slice(0, 500), deferred, refused);
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
@@ -152,6 +154,23 @@ export class DeliveryWorker {
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
     if (!(await this.persist(email, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
     if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
+  }
+
+  /**
+   * Tries again later, or fails the email once its attempts are spent. `deferred`: the recipients the
+   * relay put off while it took the message for others, or refused none for good; the next attempt
+   * goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
+   */
+  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[]): Promise<void> {
+    if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
+    const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
+    const retryAt = new Date(Date.now() + Math.random() * ceiling);
+    this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
+    const partly = {
+      deferred: deferred?.map((d) => d.address),
+      refused: refused?.length ? { bounce: refusal(refused.map((r) => r.reply)), addresses: refused.map((r) => r.address) } : undefined,
+    };
+    if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');
   }
 
   private async suppress(email: ClaimedEmail, data: SuppressedData): Promise<void> {
@@ -191,3 +210,9 @@ export class DeliveryWorker {
 }
 
 const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);
+
+/** The message with only `addresses` (as the relay deferred them) left in its envelope; headers stay as written. */
+function onlyTo(message: OutgoingMessage, addresses: string[]): OutgoingMessage {
+  const wanted = new Set(addresses.map((address) => address.toLowerCase()));
+  return { ...message, envelope: { ...message.envelope, to: message.envelope.to.filter((address) => wanted.has(address.toLowerCase())) } };
+}

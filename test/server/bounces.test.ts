@@ -203,6 +203,60 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     }
   });
 
+  describe('a recipient the relay defers (4xx) while it takes or refuses the others', () => {
+    /** Makes the email due again and runs one more round, as its retry would. */
+    async function retry(id: string): Promise<void> {
+      await server.store.database.db.updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute();
+      const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
+      try {
+        await worker.runOnce();
+      } finally {
+        await worker.stop();
+      }
+    }
+    const envelopesOf = (id: string) => sink.received.filter((r) => r.mail.messageId === `<${id}@acme.dev>`).map((r) => r.envelope.to);
+
+    it('is delayed for the deferred recipient alone: the retry goes to it, not again to the one who has it', async () => {
+      const [busy, fine] = [`busy.${backend}@example.com`, `fine2.${backend}@example.com`];
+      sink.refuseRecipient = (address) => (address === busy ? 451 : undefined);
+      try {
+        const id = await sent({ to: [fine, busy] });
+        expect(envelopesOf(id)).toEqual([[fine]]);
+        expect(await email(id)).toMatchObject({ last_event: 'delivery_delayed', last_error: expect.stringContaining(`the relay deferred ${busy}: 451`) });
+        expect((await eventsOf(id)).map((e) => e.type)).toEqual(['email.delivery_delayed']);
+        sink.refuseRecipient = () => undefined;
+        await retry(id);
+        expect(envelopesOf(id)).toEqual([[fine], [busy]]);
+        expect(received(id).mail.to).toMatchObject({ value: [{ address: fine }, { address: busy }] }); // the headers as written, both times
+        expect((await email(id)).last_event).toBe('sent');
+        expect((await eventsOf(id)).map((e) => e.type)).toEqual(['email.delivery_delayed', 'email.sent']);
+        expect(await suppression(busy)).toMatchObject({ name: 'not_found' });
+      } finally {
+        sink.refuseRecipient = () => undefined;
+      }
+    });
+
+    it('with one recipient refused for good and one deferred, suppresses the first and retries only the second', async () => {
+      for (const takesOne of [true, false]) {
+        const [gone, busy, fine] = [`gone.${takesOne}.${backend}@example.com`, `busy.${takesOne}.${backend}@example.com`, `fine.${takesOne}.${backend}@example.com`];
+        sink.refuseRecipient = (address) => (address === gone ? 550 : address === busy ? 451 : undefined);
+        try {
+          const id = await sent({ to: takesOne ? [gone, busy, fine] : [gone, busy] });
+          expect(envelopesOf(id)).toEqual(takesOne ? [[fine]] : []);
+          expect((await email(id)).last_event).toBe('delivery_delayed');
+          expect((await eventsOf(id)).map((e) => e.type)).toEqual(['email.delivery_delayed', 'email.bounced']);
+          expect(await suppression(gone)).toMatchObject({ origin: 'bounce', source_id: id });
+          sink.refuseRecipient = () => undefined;
+          await retry(id);
+          expect(envelopesOf(id).at(-1)).toEqual([busy]);
+          expect((await email(id)).last_event).toBe('sent');
+        } finally {
+          sink.refuseRecipient = () => undefined;
+        }
+      }
+    });
+  });
+
   it('accepts junk and reports about nothing of ours, and changes nothing', async () => {
     const id = await sent({ to: `bystander.${backend}@example.com` });
     const events = await eventsOf(id);
