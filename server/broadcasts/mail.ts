@@ -1,7 +1,7 @@
 // A broadcast's emails as they go out and as they are read back. The outbox row names the broadcast
 // and the contact; the message is made from them when it is delivered: whether the contact may still
-// be sent to (it exists, has not unsubscribed, and is still subscribed to the broadcast's topic), and
-// the content personalized for it, with the one-click unsubscribe headers of RFC 8058.
+// be sent to (it exists, has not unsubscribed, is still in the broadcast's segment and subscribed to
+// its topic), and the content personalized for it, with the one-click unsubscribe headers of RFC 8058.
 import type { EmailRecord } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import type { RecipientContact } from '../store/recipients.ts';
@@ -38,6 +38,12 @@ export class BroadcastMail {
       return topicId && email.contact_id && contacts.has(email.contact_id) ? [{ contactId: email.contact_id, topicId }] : [];
     });
     const subscriptions = await this.store.recipients.subscriptions(pairs);
+    const members = await this.store.recipients.members(
+      ours.flatMap((email) => {
+        const segmentId = broadcasts.get(email.broadcast_id!)?.segment_id;
+        return segmentId && email.contact_id && contacts.has(email.contact_id) ? [{ contactId: email.contact_id, segmentId }] : [];
+      }),
+    );
     const outcomes = new Map<string, BroadcastOutcome>();
     for (const email of ours) {
       const broadcast = broadcasts.get(email.broadcast_id!);
@@ -46,6 +52,7 @@ export class BroadcastMail {
       if (!broadcast) reason = 'its broadcast no longer exists';
       else if (!contact) reason = 'the contact was deleted before the email went out';
       else if (contact.unsubscribed) reason = 'the contact unsubscribed before the email went out';
+      else if (!members.has(`${contact.id}/${broadcast.segment_id}`)) reason = "the contact left the broadcast's segment before the email went out";
       else if (broadcast.topic_id && subscriptions.get(`${contact.id}/${broadcast.topic_id}`) !== 'opt_in') {
         reason = "the contact is no longer subscribed to the broadcast's topic";
       }

@@ -53,6 +53,7 @@ function textFromHtml(html: Part[]): Part[] {
 /** What a sending broadcast's emails need of it: its topic, and its content parsed. */
 export interface SendingBroadcast {
   id: string;
+  segment_id: string;
   topic_id: string | null;
   prepared: PreparedBroadcast;
 }
@@ -76,8 +77,8 @@ export class SendingBroadcasts {
     return found;
   }
 
-  add(record: Pick<BroadcastRecord, 'id' | 'topic_id' | 'subject' | 'html' | 'text'>): SendingBroadcast {
-    const entry = { id: record.id, topic_id: record.topic_id, prepared: prepareBroadcast(record) };
+  add(record: Pick<BroadcastRecord, 'id' | 'segment_id' | 'topic_id' | 'subject' | 'html' | 'text'>): SendingBroadcast {
+    const entry = { id: record.id, segment_id: record.segment_id, topic_id: record.topic_id, prepared: prepareBroadcast(record) };
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(record.id, entry);
     return entry;

@@ -50,6 +50,18 @@ export class RecipientStore {
     return standing;
   }
 
+  /** Which (contact, segment) pairs are memberships still, keyed `contact/segment`. */
+  async members(pairs: { contactId: string; segmentId: string }[]): Promise<Set<string>> {
+    if (pairs.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('segment_contacts')
+      .select(['contact_id', 'segment_id'])
+      .where('segment_id', 'in', [...new Set(pairs.map((p) => p.segmentId))])
+      .where('contact_id', 'in', [...new Set(pairs.map((p) => p.contactId))])
+      .execute();
+    return new Set(rows.map((row) => `${row.contact_id}/${row.segment_id}`));
+  }
+
   topicName(id: string): Promise<string | undefined> {
     return this.db.selectFrom('topics').select('name').where('id', '=', id).executeTakeFirst().then((row) => row?.name);
   }

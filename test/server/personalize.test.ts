@@ -88,7 +88,7 @@ describe('personalize', () => {
 
   it('parses each broadcast once, and keeps a bounded number', () => {
     const cache = new SendingBroadcasts(2);
-    const record = (id: string) => ({ id, topic_id: null, subject: id, html: null, text: 't' });
+    const record = (id: string) => ({ id, segment_id: 's', topic_id: null, subject: id, html: null, text: 't' });
     const first = cache.add(record('a'));
     expect(cache.get('a')).toBe(first);
     cache.add(record('b'));

@@ -60,11 +60,12 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     return id;
   }
 
-  /** The outbox row the fan-out writes for one recipient. */
+  /** The outbox row the fan-out writes for one recipient, a member of the broadcast's segment. */
   async function outbox(broadcastId: string, contactId: string, email: string) {
     const id = randomUUID();
     const b = await db().selectFrom('broadcasts').selectAll().where('id', '=', broadcastId).executeTakeFirstOrThrow();
     const at = now();
+    await db().insertInto('segment_contacts').values({ segment_id: b.segment_id, contact_id: contactId, contact_created_at: at, created_at: at }).execute();
     await db().insertInto('emails').values({ id, from_address: b.from_address, to_addresses: JSON.stringify([email]), cc: null, bcc: null, reply_to: b.reply_to, subject: b.subject, html: null, text: null, headers: null, tags: null, last_event: 'queued', attempts: 0, next_attempt_at: at, message_id: null, last_error: null, created_at: at, updated_at: at, broadcast_id: broadcastId, contact_id: contactId }).execute();
     return id;
   }
@@ -240,9 +241,10 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     expect(await choice(gone, productTopic)).toBeUndefined();
   });
 
-  it('cancels, sending nothing, an email whose contact unsubscribed, left the topic or was deleted before delivery', async () => {
+  it('cancels, sending nothing, an email whose contact unsubscribed, left the topic or the segment, or was deleted before delivery', async () => {
     const fresh = await contact(`late-${backend}@example.com`, { first_name: 'Late' });
     const optedOut = await contact(`optout-${backend}@example.com`);
+    const left = await contact(`left-${backend}@example.com`);
     const deleted = await contact(`deleted-${backend}@example.com`);
     const stays = await contact(`stays-${backend}@example.com`);
     const b = await broadcast(null, { subject: 'Hello', html: '<p>x</p>', text: null });
@@ -250,14 +252,16 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     const ids = {
       unsubscribed: await outbox(b, fresh, `late-${backend}@example.com`),
       optedOut: await outbox(t, optedOut, `optout-${backend}@example.com`),
+      left: await outbox(b, left, `left-${backend}@example.com`),
       deleted: await outbox(b, deleted, `deleted-${backend}@example.com`),
       stays: await outbox(t, stays, `stays-${backend}@example.com`),
     };
     await db().updateTable('contacts').set({ unsubscribed: 1 }).where('id', '=', fresh).execute();
     await db().insertInto('contact_topics').values({ contact_id: optedOut, topic_id: productTopic, subscription: 'opt_out', updated_at: now() }).execute();
+    await db().deleteFrom('segment_contacts').where('contact_id', '=', left).execute();
     await db().deleteFrom('contacts').where('id', '=', deleted).execute();
     const before = sink.received.length;
-    expect(await worker.runOnce()).toBe(4);
+    expect(await worker.runOnce()).toBe(5);
     await sink.waitFor(before + 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(sink.received.length).toBe(before + 1);
@@ -267,7 +271,7 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
       if (what === 'stays') expect(email?.last_event).toBe('sent');
       else {
         expect(email?.last_event, what).toBe('canceled');
-        expect(email?.last_error, what).toMatch(what === 'optedOut' ? /topic/ : what === 'deleted' ? /deleted/ : /unsubscribed/);
+        expect(email?.last_error, what).toMatch({ optedOut: /topic/, left: /segment/, deleted: /deleted/, unsubscribed: /unsubscribed/ }[what]!);
       }
     }
     const { data } = await server.client.GET('/emails/{email_id}', { params: { path: { email_id: ids.unsubscribed } } });
