@@ -36,7 +36,7 @@ import { createMetrics } from './metrics.ts';
 import { refuseLooseIntegers } from './queryIntegers.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
-import { idempotency, keepRawBody } from './emails/idempotency.ts';
+import { idempotency } from './emails/idempotency.ts';
 import { emailHandlers } from './emails/routes.ts';
 import { operationRouter } from './operationRouter.ts';
 import { contractRoutes, healthHandlers, PAGE_PATHS } from './operations.ts';
@@ -78,7 +78,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   const cors = crossOrigin(config.corsOrigins, spec);
   if (cors) app.use(cors);
   app.use(under(PAGE_PATHS, contractRoutes(metrics)), under(['/dashboard'], dashboardRoutes()));
-  app.use(holdingRefusal(jsonBody(config.bodyLimit, keepRawBody)));
+  app.use(holdingRefusal(jsonBody(config.bodyLimit)));
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm());
   compileRoutePatternsOnce();

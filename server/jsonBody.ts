@@ -9,24 +9,21 @@ import { ApiError } from './errors.ts';
 
 export const MAX_NESTING = 64;
 
-type Verify = NonNullable<NonNullable<Parameters<typeof express.json>[0]>['verify']>;
-
 /**
- * express.json with the nesting bound, then `verify` (which still sees the raw bytes).
+ * express.json with the nesting bound.
  *
  * A body whose Content-Length is over the limit is refused at once, unread, and its connection closed:
  * express.json reads such a body to its end before it answers, and a client that declares more than
  * it sends then waits for an answer while the server waits for the rest, until the request times out.
  */
-export function jsonBody(limit: string, verify?: Verify): RequestHandler {
+export function jsonBody(limit: string): RequestHandler {
   const maxBytes = bytesOf(limit);
   const parse = express.json({
     limit: maxBytes,
-    verify: (req, res, body, encoding) => {
+    verify: (_req, _res, body, encoding) => {
       if (nestedDeeperThan(MAX_NESTING, utf8(body, encoding))) {
         throw new ApiError(400, 'invalid_json', `The body is nested deeper than ${MAX_NESTING} levels.`);
       }
-      verify?.(req, res, body, encoding);
     },
   });
   return (req, res, next) => {

@@ -5,7 +5,7 @@
 // key back. Keys belong to their owner: this server has one account and no teams, so the owner is the
 // API key that sent the request, and two keys using the same Idempotency-Key never meet.
 import { createHash } from 'node:crypto';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
@@ -29,13 +29,6 @@ export interface IdempotencyClaim extends HeldClaim {
 export const concurrentRequest = () =>
   new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
 
-type RawBodyRequest = Request & { rawBody?: Buffer };
-
-/** For express.json's `verify`: keeps the bytes of bodies that carry an idempotency key, to fingerprint them. */
-export function keepRawBody(req: RawBodyRequest, _res: unknown, body: Buffer): void {
-  if (req.headers['idempotency-key'] !== undefined) req.rawBody = body;
-}
-
 export function idempotency(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction, store: Store, logger: Logger): RequestHandler {
   const parameter = resolveRef(spec, { $ref: `#${PARAMETER}` });
   const validKey = compile(`${PARAMETER}/schema`);
@@ -48,7 +41,6 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
   );
 
   return async (req, res, next) => {
-    const request = req as RawBodyRequest;
     const key = req.get(parameter.name as string);
     if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
     if (!validKey(key)) {
@@ -58,7 +50,7 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
     const owner = res.locals.apiKey?.id;
     if (!owner) throw new Error('idempotency runs after authentication');
     const fingerprint = createHash('sha256')
-      .update(request.rawBody ?? '')
+      .update(canonicalJson(req.body))
       .update(`\n${req.get('x-batch-validation') ?? 'strict'}`)
       .digest('hex');
     const result = await store.idempotency.claim({ owner, scope, key }, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
@@ -75,6 +67,20 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
     if (held.state === 'in_flight') throw concurrentRequest();
     res.status(held.response_status!).json(JSON.parse(held.response_body!));
   };
+}
+
+/**
+ * The parsed body as JSON with every object's keys in order: the same request sent again by a client
+ * that serializes it another way (its keys in another order, other spacing) is the same request, as
+ * JSON says; a different value anywhere is another.
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const object = value as Record<string, unknown>;
+    return `{${Object.keys(object).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /**

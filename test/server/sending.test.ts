@@ -208,6 +208,19 @@ describe.each(backends)('sending on %s', (backend) => {
       expect(await countEmails()).toBe(before + 2);
     });
 
+    it('replays for the same JSON sent again in other words: keys in another order, other spacing', async () => {
+      const raw = (text: string) =>
+        server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'same-json' }, body: text }).then(async (res) => ({ status: res.status, body: await res.json() }));
+      const before = await countEmails();
+      const first = await raw('{"from":"a@acme.dev","to":["b@example.com"],"subject":"Same","text":"x","tags":[{"name":"k","value":"v"}]}');
+      expect(first.status).toBe(200);
+      const again = await raw('{ "tags": [ { "value": "v", "name": "k" } ],\n  "text": "x", "subject": "Same", "to": [ "b@example.com" ], "from": "a@acme.dev" }');
+      expect(again).toEqual(first);
+      expect(await countEmails()).toBe(before + 1);
+      const other = await raw('{"from":"a@acme.dev","to":["b@example.com"],"subject":"Same","text":"x","tags":[{"name":"k","value":"w"}]}');
+      expect(other).toMatchObject({ status: 409, body: { name: 'invalid_idempotent_request' } });
+    });
+
     it('refuses the same key with another body, or another validation mode, with 409', async () => {
       await keyed('other-body', [email(1)]);
       const changed = await keyed('other-body', [email(2)]);
