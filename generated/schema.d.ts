@@ -1298,7 +1298,9 @@ export interface components {
          *     headers (such as `List-Unsubscribe` and `List-Unsubscribe-Post`), `In-Reply-To`,
          *     `References`, `Precedence`, `Auto-Submitted` and `Feedback-ID`, in any letter case and each
          *     at most once. Addresses, the subject, dates, ids and the MIME structure come only from the
-         *     email's own fields.
+         *     email's own fields. An `X-` header's value may be any text, encoded for the message as
+         *     needed (RFC 2047); the others are structured (URLs, message ids, keywords), which mail
+         *     clients read only as written, so their values are printable ASCII, sent as given.
          * @example {
          *       "X-Entity-Ref-ID": "order-8812",
          *       "List-Unsubscribe": "<https://acme.dev/unsubscribe/8812>"

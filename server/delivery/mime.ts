@@ -51,7 +51,7 @@ export function buildMessage(fields: MessageFields, boundary = `mr-${randomUUID(
     'MIME-Version: 1.0',
   ];
   for (const [name, value] of Object.entries(fields.headers ?? {})) {
-    if (FIELD_NAME.test(name) && !OWN_HEADERS.has(name.toLowerCase())) head.push(header(name, unstructured(String(value))));
+    if (FIELD_NAME.test(name) && !OWN_HEADERS.has(name.toLowerCase())) head.push(header(name, /^x-/i.test(name) ? unstructured(String(value)) : structured(String(value))));
   }
   const parts = [
     ...(fields.text !== undefined ? [part('text/plain', fields.text)] : []),
@@ -176,6 +176,17 @@ function unstructured(value: string): string[] {
   // A plain value is kept as written, unless it has a word too long to fit any line.
   if (PLAIN_TEXT.test(line) && !line.split(' ').some((word) => word.length > 900)) return line.split(' ');
   return encodedWords(line);
+}
+
+/**
+ * A structured value (List-Unsubscribe's URLs, References' message ids): no reader decodes encoded
+ * words in one, so it goes as written, folded only where it has spaces; the contract holds it to
+ * printable ASCII short enough for one line with its name. Anything else, from a row stored before
+ * that rule, is encoded rather than sent broken.
+ */
+function structured(value: string): string[] {
+  const line = oneLine(value);
+  return /^[\t\x20-\x7e]{0,950}$/.test(line) ? line.split(' ') : unstructured(line);
 }
 
 /**

@@ -94,6 +94,22 @@ describe('the MIME builder', () => {
     }
   });
 
+  it('writes structured custom headers as given, folded only at their spaces, never as encoded words', async () => {
+    const url = `https://acme.dev/unsubscribe/${'t'.repeat(915)}`; // 944 characters, no space to fold at
+    const references = Array.from({ length: 20 }, (_, i) => `<message-${i}@acme.dev>`).join(' ');
+    const raw = buildMessage({ ...base, headers: { 'List-Unsubscribe': `<${url}>`, References: references, 'In-Reply-To': '<message-19@acme.dev>', 'X-Note': 'café' } }).toString('latin1');
+    const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    expect(head).not.toMatch(/^(List-Unsubscribe|References|In-Reply-To):.*=\?/im);
+    expect(head).toContain(`List-Unsubscribe: <${url}>\r\n`);
+    expect(badLines(Buffer.from(raw, 'latin1'))).toEqual([]);
+    const unfolded = head.replace(/\r\n[ \t]/g, ' ');
+    expect(unfolded).toContain(`References: ${references}`);
+    expect(unfolded).toMatch(/^X-Note: =\?UTF-8\?B\?/m); // free text is still encoded
+    const mail = await simpleParser(raw);
+    expect(mail.headers.get('list')).toMatchObject({ unsubscribe: { url } });
+    expect(mail.references).toEqual(references.split(' '));
+  });
+
   it('reads back what it was given, for generated names, subjects, headers and bodies', async () => {
     // Display names as the API accepts them: no control characters, no quotes to unbalance.
     // Each as any Unicode, or as ASCII (where words, `=?`, long lines and line breaks are likelier).

@@ -44,6 +44,7 @@ describe.each(backends)('sending on %s', (backend) => {
       [{ to: Array.from({ length: 51 }, (_, i) => `u${i}@example.com`) }, 'The `to` must be one address, or up to 50 of them.'],
       [{ from: 'not an address' }, 'Invalid `from` address `not an address`: use `address@domain` or `Display Name <address@domain>`.'],
       [{ headers: { 'X-Inject': 'a\r\nBcc: victim@example.com' } }, 'The `headers.X-Inject` must be one line, with no control character but tab.'],
+      [{ headers: { References: '<ä@example.com>' } }, 'The `headers.References` must be one line of printable ASCII (tabs allowed), as a structured header takes no encoded text.'],
       [{ template: { id: 'welcome' } }, 'The field `html` cannot be combined with `template`.'],
       [{ subject: undefined }, 'Missing `subject` field.'],
     ])('names what is wrong with %j', async (change, message) => {
