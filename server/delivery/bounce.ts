@@ -34,6 +34,15 @@ export function bounceSubType(status: string | undefined): Bounce['subType'] {
 }
 
 /**
+ * Whether a bounce puts its recipients on the suppression list: a Permanent one about the mailbox,
+ * not one about this message (its content refused, too large) or a mailbox full for now, which a later
+ * email may well get through. As Resend's (SES's) bounces have it, those are no reason to stop mailing.
+ */
+export function suppresses(bounce: Bounce): boolean {
+  return bounce.type === 'Permanent' && !['ContentRejected', 'MessageTooLarge', 'MailboxFull'].includes(bounce.subType);
+}
+
+/**
  * A relay's synchronous 5xx refusal of some recipients, as a Permanent bounce: each reply is a
  * diagnostic, and the enhanced status code of the first (when it gives one) the subtype.
  */

@@ -1,13 +1,14 @@
 // What a report about an email that left does to it (applied by store/reports.ts in one transaction).
 // A report that changes nothing records nothing: the same DSN delivered twice, a bounce for an email
-// already `bounced`, a complaint already heard. A Permanent bounce suppresses the recipients it names;
-// a Transient one does not; a complaint suppresses the recipient who made it. Only the email's own
+// already `bounced`, a complaint already heard. A Permanent bounce suppresses the recipients it names,
+// unless it is about the message rather than the mailbox (see bounce.ts `suppresses`); a Transient one
+// does not; a complaint suppresses the recipient who made it. Only the email's own
 // recipients are ever suppressed, whatever addresses the report names.
 import { parseMailbox } from '../emails/mailbox.ts';
 import type { EmailEvent } from '../store/database.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { ReportChange } from '../store/reports.ts';
-import type { Bounce } from './bounce.ts';
+import { suppresses, type Bounce } from './bounce.ts';
 
 type Decision = (email: EmailRecord) => ReportChange | undefined;
 
@@ -21,7 +22,7 @@ export function bounced(bounce: Bounce, addresses: string[]): Decision {
   return (email) => {
     // `queued` too: a relay can report a failure before the worker has recorded handing the email over.
     if (![...LEFT, 'queued'].includes(email.last_event)) return undefined;
-    const suppress = bounce.type === 'Permanent' ? recipientsAmong(email, addresses).map((address) => ({ email: address, origin: 'bounce' as const, source_id: email.id })) : [];
+    const suppress = suppresses(bounce) ? recipientsAmong(email, addresses).map((address) => ({ email: address, origin: 'bounce' as const, source_id: email.id })) : [];
     return { last_event: 'bounced', event: { type: 'email.bounced', data: { bounce } }, suppress, error: bounce.message };
   };
 }

@@ -11,6 +11,8 @@ import { buildMessage } from './mime.ts';
 export interface Refusal {
   address: string;
   reply: string;
+  /** Refused with the whole message, at the end of DATA: the reply is about the message, not this address. */
+  withMessage?: boolean;
 }
 
 export interface Transport {
@@ -83,7 +85,7 @@ export function recipientRefusal(error: unknown, recipients: string[]): Refusal[
     const refused = refusals(rejectedErrors, isPermanent);
     return refused.length > 0 ? refused : undefined;
   }
-  if (command === 'DATA' && isPermanent(error)) return recipients.map((address) => ({ address, reply: response ?? String((error as Error).message) }));
+  if (command === 'DATA' && isPermanent(error)) return recipients.map((address) => ({ address, reply: response ?? String((error as Error).message), withMessage: true }));
   return undefined;
 }
 

@@ -21,7 +21,7 @@ import type { ClaimedEmail } from '../store/emails.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
-import { refusal } from './bounce.ts';
+import { refusal, suppresses, type Bounce } from './bounce.ts';
 import { toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
 import { bounced } from './report.ts';
@@ -166,10 +166,8 @@ export class DeliveryWorker {
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);
     this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-    const partly = {
-      deferred: deferred?.map((d) => d.address),
-      refused: refused?.length ? { bounce: refusal(refused.map((r) => r.reply)), addresses: refused.map((r) => r.address) } : undefined,
-    };
+    const bounce = refused?.length ? refusal(refused.map((r) => r.reply)) : undefined;
+    const partly = { deferred: deferred?.map((d) => d.address), refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
     if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');
   }
 
@@ -181,7 +179,7 @@ export class DeliveryWorker {
   private async bounce(email: ClaimedEmail, refused: Refusal[]): Promise<void> {
     const bounce = refusal(refused.map((r) => r.reply));
     this.logger.warn({ emailId: email.id, reason: bounce.message }, 'delivery bounced');
-    const addresses = refused.map((r) => r.address);
+    const addresses = suppressed(bounce, refused);
     if (!(await this.persist(email, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');
   }
 
@@ -210,6 +208,16 @@ export class DeliveryWorker {
 }
 
 const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);
+
+/**
+ * Who a relay's refusal puts on the suppression list: the recipients refused one by one, and those
+ * refused with the message only when its reply says the address is bad (5.1.x); never for a refusal
+ * that is about the message (see bounce.ts `suppresses`).
+ */
+function suppressed(bounce: Bounce, refused: Refusal[]): string[] {
+  if (!suppresses(bounce)) return [];
+  return refused.filter((r) => !r.withMessage || bounce.subType === 'NoEmail').map((r) => r.address);
+}
 
 /** The message with only `addresses` (as the relay deferred them) left in its envelope; headers stay as written. */
 function onlyTo(message: OutgoingMessage, addresses: string[]): OutgoingMessage {

@@ -173,17 +173,41 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     expect(await suppression(`cc.${backend}@example.com`)).toMatchObject({ name: 'not_found' });
   });
 
-  it('bounces an email the relay refuses with a 5xx, suppressing its recipients', async () => {
-    sink.refuse = () => 550;
+  it('bounces an email the relay refuses with a 5xx saying the mailbox is bad, suppressing its recipients', async () => {
+    sink.refuse = () => ({ code: 550, text: '5.1.1 Mailbox unavailable' });
     try {
       const id = await sent({ to: [`refused.${backend}@example.com`, `Also.${backend}@example.com`] });
       expect((await email(id)).last_event).toBe('bounced');
       const [bounce] = await eventsOf(id);
-      expect(bounce).toEqual({ type: 'email.bounced', data: { bounce: { type: 'Permanent', subType: 'General', message: expect.stringContaining('550'), diagnosticCode: [expect.stringMatching(/^smtp; 550/), expect.stringMatching(/^smtp; 550/)] } } });
+      expect(bounce).toEqual({ type: 'email.bounced', data: { bounce: { type: 'Permanent', subType: 'NoEmail', message: expect.stringContaining('550'), diagnosticCode: [expect.stringMatching(/^smtp; 550/), expect.stringMatching(/^smtp; 550/)] } } });
       expect(await suppression(`refused.${backend}@example.com`)).toMatchObject({ origin: 'bounce', source_id: id });
       expect(await suppression(`also.${backend}@example.com`)).toMatchObject({ email: `Also.${backend}@example.com`, origin: 'bounce' });
     } finally {
       sink.refuse = () => undefined;
+    }
+  });
+
+  it('records a Permanent bounce for a full mailbox without suppressing the address: a later email may get through', async () => {
+    const address = `full.${backend}@example.com`;
+    const id = await sent({ to: address });
+    await report(dsn({ recipients: [{ address, action: 'failed', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
+    expect((await email(id)).last_event).toBe('bounced');
+    expect((await eventsOf(id)).at(-1)).toEqual({ type: 'email.bounced', data: { bounce: expect.objectContaining({ type: 'Permanent', subType: 'MailboxFull' }) } });
+    expect(await suppression(address)).toMatchObject({ name: 'not_found' });
+  });
+
+  it('bounces, suppressing nobody, an email refused whole for its content, or with no word on the mailboxes', async () => {
+    for (const [refusal, subType] of [[{ code: 554, text: '5.7.1 Message rejected as spam' }, 'ContentRejected'], [{ code: 550, text: 'Transaction failed' }, 'General']] as const) {
+      sink.refuse = () => refusal;
+      try {
+        const [one, two] = [`innocent.${subType}.${backend}@example.com`, `other.${subType}.${backend}@example.com`];
+        const id = await sent({ to: [one, two] });
+        expect((await email(id)).last_event).toBe('bounced');
+        expect(await eventsOf(id)).toEqual([{ type: 'email.bounced', data: { bounce: expect.objectContaining({ type: 'Permanent', subType }) } }]);
+        for (const address of [one, two]) expect(await suppression(address), address).toMatchObject({ name: 'not_found' });
+      } finally {
+        sink.refuse = () => undefined;
+      }
     }
   });
 

@@ -14,8 +14,8 @@ export interface Received {
 export interface SmtpSink {
   url: string;
   received: Received[];
-  /** Decides each message's fate: undefined accepts it, a number refuses it with that reply code. */
-  refuse: (attempt: number) => number | undefined;
+  /** Decides each message's fate: undefined accepts it, a number refuses it with that reply code (and `text`, if given). */
+  refuse: (attempt: number) => number | { code: number; text: string } | undefined;
   /** Decides each recipient's fate at RCPT TO: undefined accepts it, a number refuses it with that reply code. */
   refuseRecipient: (address: string) => number | undefined;
   /** Whether to take the message and never answer it, as a hung relay: the client must give up. */
@@ -59,10 +59,10 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
       stream.on('end', async () => {
         const attempt = ++attempts;
         if (sink.hang(attempt)) return;
-        const code = sink.refuse(attempt);
-        if (code) {
-          const error = Object.assign(new Error(code >= 500 ? 'Mailbox unavailable' : 'Try again later'), { responseCode: code });
-          return callback(error);
+        const refusal = sink.refuse(attempt);
+        if (refusal) {
+          const { code, text } = typeof refusal === 'number' ? { code: refusal, text: refusal >= 500 ? 'Mailbox unavailable' : 'Try again later' } : refusal;
+          return callback(Object.assign(new Error(text), { responseCode: code }));
         }
         if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
         const raw = Buffer.concat(chunks).toString('utf8');
