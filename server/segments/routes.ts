@@ -78,7 +78,8 @@ export function memberList(store: Store, streamContacts: ContactStream) {
   return async (res: Response, segmentId: string, query: { limit?: number; after?: string; before?: string }, what: 'Segment' | 'Audience'): Promise<void> => {
     const cursor = cursorOf(query);
     if (!(await store.segments.find(segmentId))) throw notFound(what);
-    await listing('contact', async () => {
+    // A cursor must be a member: any other contact, though it has a place in the order, is not an item of this list.
+    await listing(`contact of this ${what.toLowerCase()}`, async () => {
       if (query.limit === undefined) return streamContacts(res, store.segments.streamMembers(segmentId, cursor));
       const page = await store.segments.members(segmentId, query.limit, cursor);
       const body: Schemas['ContactList'] = { object: 'list', has_more: page.hasMore, data: page.records.map(toContact) };

@@ -1,7 +1,7 @@
 // Segments and their memberships (segment_contacts). A membership copies its contact's created_at, which
 // never changes, so that a segment's members list newest first off segment_contacts_newest_first alone.
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import { contactKeyset, contactPosition, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
+import { contactKeyset, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
 import type { Database, DialectName, SegmentTable, Tables } from './database.ts';
 import { keysetAll, keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { shared } from './locks.ts';
@@ -13,12 +13,9 @@ export type JoinedSegment = Pick<SegmentRecord, 'id' | 'name' | 'created_at'>;
 
 export class SegmentStore {
   private readonly db: Kysely<Tables>;
-  /** Over segment_contacts_newest_first; a cursor may be any contact, as in the whole contact list. */
-  private readonly memberOrder: Order;
 
   constructor(private readonly database: Database) {
     this.db = database.db;
-    this.memberOrder = { time: 'sc.contact_created_at', id: 'sc.contact_id', position: contactPosition(database.db) };
   }
 
   async insert(record: SegmentRecord): Promise<void> {
@@ -53,14 +50,14 @@ export class SegmentStore {
     return { records: await keysetAll(query, this.segmentOrder, cursor, (s) => [s.created_at, s.id]), hasMore: false };
   }
 
-  /** One page of the segment's contacts, in the order and with the cursors of the whole contact list. */
+  /** One page of the segment's contacts, in the order of the whole contact list; a cursor is a member. */
   members(segmentId: string, limit: number, cursor: Cursor): Promise<Page<ListedContact>> {
-    return keysetPage(this.membersOf(segmentId), this.memberOrder, limit, cursor);
+    return keysetPage(this.membersOf(segmentId), this.memberOrder(segmentId), limit, cursor);
   }
 
   /** Every contact of the segment beyond the cursor, newest first, in keyset chunks. */
   streamMembers(segmentId: string, cursor: Cursor): AsyncGenerator<ListedContact> {
-    return keysetStream(this.membersOf(segmentId), this.memberOrder, cursor, contactKeyset);
+    return keysetStream(this.membersOf(segmentId), this.memberOrder(segmentId), cursor, contactKeyset);
   }
 
   async isMember(segmentId: string, [by, value]: ContactKey): Promise<boolean> {
@@ -122,6 +119,26 @@ export class SegmentStore {
       .innerJoin('contacts as c', 'c.id', 'sc.contact_id')
       .select(LISTED.map((column) => `c.${column}` as const))
       .where('sc.segment_id', '=', segmentId);
+  }
+
+  /**
+   * Over segment_contacts_newest_first; a cursor is a member of this segment. Any contact would give a
+   * place in the same order, but the contract has a cursor that names no item of the list refused.
+   */
+  private memberOrder(segmentId: string): Order {
+    return {
+      time: 'sc.contact_created_at',
+      id: 'sc.contact_id',
+      position: async (contactId) => {
+        const at = await this.db
+          .selectFrom('segment_contacts')
+          .select(['contact_created_at', 'contact_id'])
+          .where('segment_id', '=', segmentId)
+          .where('contact_id', '=', contactId)
+          .executeTakeFirst();
+        return at && { time: at.contact_created_at, id: at.contact_id };
+      },
+    };
   }
 
   private readonly segmentOrder: Order = {

@@ -247,17 +247,31 @@ describe.each(backends)('segments on %s', (backend) => {
       expect(backward).toEqual(members.slice(0, -1));
     });
 
-    it('streams every member without limit, as contacts, and takes any contact as a cursor', async () => {
+    it('streams every member without limit, as contacts, and takes a member as a cursor', async () => {
       const whole = await call('GET', `/segments/${seg}/contacts`);
       expect(whole.body.has_more).toBe(false);
       expect(whole.body.data.map((c: { id: string }) => c.id)).toEqual(members);
       expect(whole.body.data[0]).toEqual({ object: 'contact', id: members[0], email: expect.stringMatching(/@members\.dev$/), created_at: timestamp, unsubscribed: false, properties: {} });
       expect((await call('GET', `/segments/${seg}/contacts?after=${members[30]}`)).body.data.map((c: { id: string }) => c.id)).toEqual(members.slice(31));
-      // A contact outside the segment is a place in the same order.
-      const outsider = (await call('GET', '/contacts?limit=1')).body.data[0].id;
-      expect((await call('GET', `/segments/${seg}/contacts?limit=100&after=${outsider}`)).status).toBe(200);
-      expect(await call('GET', `/segments/${seg}/contacts?after=${NOWHERE}`)).toMatchObject({ status: 422, body: { message: 'The `after` contact does not exist.' } });
-      expect(await call('GET', `/segments/${seg}/contacts?limit=5&before=${NOWHERE}`)).toMatchObject({ status: 422, body: { message: 'The `before` contact does not exist.' } });
+      expect(await call('GET', `/segments/${seg}/contacts?after=${NOWHERE}`)).toMatchObject({ status: 422, body: { message: 'The `after` contact of this segment does not exist.' } });
+      expect(await call('GET', `/segments/${seg}/contacts?limit=5&before=${NOWHERE}`)).toMatchObject({ status: 422, body: { message: 'The `before` contact of this segment does not exist.' } });
+    });
+
+    it('refuses as a cursor a contact that is not a member, paged or streamed, under either name', async () => {
+      // A contact outside the segment has a place in the same order, but it is no item of this list.
+      const outsider = await contact('outsider@members.dev');
+      const audience = async (path: string) => (await call('GET', path.replace('/segments/', '/audiences/'))).body.message;
+      for (const query of [`limit=100&after=${outsider}`, `after=${outsider}`, `limit=5&before=${outsider}`, `before=${outsider}`]) {
+        const parameter = query.includes('after') ? 'after' : 'before';
+        const refused = await call('GET', `/segments/${seg}/contacts?${query}`);
+        expect(refused, query).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: `The \`${parameter}\` contact of this segment does not exist.` } });
+        expect(await audience(`/segments/${seg}/contacts?${query}`)).toBe(`The \`${parameter}\` contact of this audience does not exist.`);
+      }
+      // A member of another segment is not one of this one either.
+      const other = await segment('Other');
+      expect((await call('POST', `/contacts/${outsider}/segments/${other}`)).status).toBe(200);
+      expect((await call('GET', `/segments/${seg}/contacts?limit=5&after=${outsider}`)).status).toBe(422);
+      expect((await call('GET', `/segments/${other}/contacts?limit=5&after=${outsider}`)).body).toEqual({ object: 'list', has_more: false, data: [] });
     });
   });
 
