@@ -846,13 +846,13 @@ export interface paths {
         };
         /**
          * Show the unsubscribe page
-         * @description Shows the page behind a broadcast email's unsubscribe link, naming what the reader would leave, with a button that unsubscribes; opening it changes nothing, because link scanners open every link in a message.
+         * @description Shows the page behind a broadcast email's unsubscribe link, with a button that unsubscribes from what the link names and a form of the topics the contact may see (public ones, private ones it is subscribed to, and the link's own, at most 19) to change each or leave all email, changing nothing by being opened, because link scanners open every link in a message.
          */
         get: operations["getUnsubscribePage"];
         put?: never;
         /**
          * Unsubscribe
-         * @description Unsubscribes the contact the link names at once, from the broadcast's topic or else from all email, as mail clients' one-click unsubscribe (RFC 8058) and the page's button ask; doing it again changes nothing.
+         * @description Unsubscribes the contact the link names at once from the broadcast's topic or else from all email, as mail clients' one-click unsubscribe (RFC 8058) and the page's button ask, or records the page form's choice for each topic it shows (`action=save`) or for all email (`action=everything`); doing it again changes nothing, and a link whose topic was deleted changes nothing.
          */
         post: operations["unsubscribeOneClick"];
         delete?: never;
@@ -1635,7 +1635,7 @@ export interface components {
          */
         TopicSubscription: "opt_in" | "opt_out";
         /**
-         * @description Public topics are shown to every contact on the unsubscribe page; private ones only to contacts who opted in.
+         * @description Public topics are shown to every contact on the unsubscribe page; private ones only to contacts who opted in (and, on the page of a link for that topic, to the contact the link names).
          * @enum {string}
          */
         TopicVisibility: "public" | "private";
@@ -2383,13 +2383,25 @@ export interface components {
          * @example AXL3yT0bmUlKvGRxlJ1KA0Iy6zO4aUIQmbPwHAhvS5VZvw8kiURuMwyPxuoHkk6U3U2T4OjRWyduuybd97I36iNwqgH7w-eAeh7CHh-GPedmbw
          */
         UnsubscribeToken: string;
-        /** @description What a one-click unsubscribe sends; fields other than `List-Unsubscribe` are ignored. */
+        /**
+         * @description What a one-click unsubscribe sends, or the unsubscribe page's form: `action`, and for each topic the page
+         *     shows a field named `topic:` and the topic's id, `opt_in` or `opt_out` (a topic the page does not show the
+         *     contact is left as it is). Other fields are ignored.
+         */
         UnsubscribeForm: {
             /**
-             * @description Always `One-Click`.
+             * @description Always `One-Click`. With it the post is a one-click unsubscribe, whatever else it holds.
              * @constant
              */
             "List-Unsubscribe"?: "One-Click";
+            /**
+             * @description The page form's button: `save` records the choice given for each topic shown, `everything`
+             *     unsubscribes from all email; anything else is refused. Without it (and without `List-Unsubscribe`),
+             *     the post is a one-click unsubscribe.
+             * @example save
+             * @enum {string}
+             */
+            action?: "save" | "everything";
         } & {
             [key: string]: string;
         };
@@ -3144,7 +3156,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The page, with a button that unsubscribes. */
+        /** @description The page, with a button that unsubscribes and a form of the contact's topic choices. */
         UnsubscribePage: {
             headers: {
                 /** @description The page loads nothing and may only post its own form back. */
@@ -3159,7 +3171,7 @@ export interface components {
                 "text/html": components["schemas"]["UnsubscribeHtml"];
             };
         };
-        /** @description The contact is unsubscribed (or already was); the page says so. */
+        /** @description The contact is unsubscribed (or already was), or its topic choices are recorded; the page says so. A link whose topic was deleted changes nothing, and the page says that the topic sends no more email. */
         Unsubscribed: {
             headers: {
                 /** @description The page loads nothing and may only post its own form back. */
@@ -5857,8 +5869,9 @@ export interface operations {
             cookie?: never;
         };
         /**
-         * @description `List-Unsubscribe=One-Click`, as mail clients send it (RFC 8058) and the page's form does, in
-         *     either form encoding; or nothing at all. Only the link says who leaves what.
+         * @description `List-Unsubscribe=One-Click`, as mail clients send it (RFC 8058) and the page's first button does, in
+         *     either form encoding, or nothing at all: the contact leaves what the link names. Or the page's form:
+         *     `action` and a `topic:<id>` field per topic shown. The link always says who.
          */
         requestBody?: {
             content: {

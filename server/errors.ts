@@ -166,6 +166,13 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.properties?.[field]?.const !== undefined) : undefined;
       const value = when && resolveRef(spec, bodySchema(req, spec)).dependentSchemas[when].properties[field].const;
       if (when) return invalid(`The \`${field}\` must be \`${JSON.stringify(value)}\` with \`${when}\`.`, name);
+      const own = (schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined))?.const;
+      if (own !== undefined) return invalid(`The \`${field}\` must be \`${own}\`.`, name);
+      break;
+    }
+    case 'enum': {
+      const allowed: unknown[] | undefined = (schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined))?.enum;
+      if (allowed) return invalid(`The \`${field}\` must be one of ${allowed.map((value) => `\`${value}\``).join(', ')}.`, name);
       break;
     }
     case 'anyOf':
@@ -236,6 +243,14 @@ function pathItem(req: Request, spec: OpenApiDocument): any {
 /** The JSON body schema of the request's operation. */
 function bodySchema(req: Request, spec: OpenApiDocument): any {
   return resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content?.['application/json']?.schema;
+}
+
+/** The schema the contract gives a body field (`topics.0.id`), through properties, items and references. */
+function bodyFieldSchema(req: Request, spec: OpenApiDocument, field: string): any {
+  const content = resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content ?? {};
+  let schema = resolveRef(spec, (Object.values(content)[0] as { schema?: unknown } | undefined)?.schema);
+  for (const step of field.split('.')) schema = resolveRef(spec, /^\d+$/.test(step) ? schema?.items : schema?.properties?.[step]);
+  return schema;
 }
 
 /** The field whose presence brings in the rule (a `dependentSchemas` entry of the body) that `field` broke. */

@@ -117,7 +117,7 @@ export class ContactStore {
 
 }
 
-/** Where a contact sits in newest-first order: any contact is a cursor of a contact list, a segment's too. */
+/** Where a contact sits in newest-first order: any contact is a cursor of the contact list. */
 export function contactPosition(db: Kysely<Tables>): Order['position'] {
   return async (id) => {
     const at = await db.selectFrom('contacts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();

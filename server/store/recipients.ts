@@ -1,5 +1,6 @@
 // What a broadcast's emails need at delivery, read for a whole claimed batch at once (one query for
-// the contacts, one for their topic choices), and the unsubscribe links' two changes.
+// the contacts, one for their topic choices, one for their segments), and an unsubscribe link's
+// leaving all email.
 import type { Kysely } from 'kysely';
 import { contactEvent, segmentsOf } from './contacts.ts';
 import type { ContactTable, Tables, TopicTable } from './database.ts';
@@ -62,10 +63,6 @@ export class RecipientStore {
     return new Set(rows.map((row) => `${row.contact_id}/${row.segment_id}`));
   }
 
-  topicName(id: string): Promise<string | undefined> {
-    return this.db.selectFrom('topics').select('name').where('id', '=', id).executeTakeFirst().then((row) => row?.name);
-  }
-
   /**
    * Unsubscribes the contact from everything, a `contact.updated` event with it; false if it no longer
    * exists. One already unsubscribed is left as it is: mail clients may post the same link twice.
@@ -80,24 +77,5 @@ export class RecipientStore {
       }
       return (await tx.selectFrom('contacts').select('id').where('id', '=', contactId).executeTakeFirst()) !== undefined;
     });
-  }
-
-  /** Records the contact's choice to leave the topic; false if the contact no longer exists. */
-  async optOut(contactId: string, topicId: string, at: Date): Promise<boolean> {
-    const updated_at = at.toISOString();
-    // One statement that writes only if the contact exists: no choice is left behind for a contact
-    // deleted in between.
-    const result = await this.db
-      .insertInto('contact_topics')
-      .columns(['contact_id', 'topic_id', 'subscription', 'updated_at'])
-      .expression((eb) =>
-        eb
-          .selectFrom('contacts')
-          .select((eb) => ['id', eb.val(topicId).as('topic_id'), eb.val('opt_out').as('subscription'), eb.val(updated_at).as('updated_at')])
-          .where('id', '=', contactId),
-      )
-      .onConflict((oc) => oc.columns(['contact_id', 'topic_id']).doUpdateSet({ subscription: 'opt_out', updated_at }))
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 }

@@ -89,6 +89,40 @@ export class TopicStore {
     });
   }
 
+  /**
+   * The topics the unsubscribe page shows the contact, at most `limit` (`more` says there were others):
+   * public ones and those it is subscribed to (a private topic is shown only to contacts who opted in),
+   * and `also`, the topic of the link it followed, first, whatever its state: the reader knows of it,
+   * and may want back in. Then oldest first, each with the contact's subscription.
+   */
+  async shownTo(contactId: string, also: string | undefined, limit: number): Promise<{ topics: SubscribedTopic[]; more: boolean }> {
+    let query = shownQuery(this.db, contactId, also);
+    if (also !== undefined) query = query.orderBy((eb) => eb.case().when('t.id', '=', also).then(0).else(1).end());
+    const rows = await query.orderBy('t.created_at').orderBy('t.id').limit(limit + 1).execute();
+    return { topics: rows.slice(0, limit), more: rows.length > limit };
+  }
+
+  /**
+   * Records the unsubscribe page's choices for the topics among them that the page shows the contact
+   * (as shownTo); the others, a topic deleted meanwhile among them, are left out. Of two choices for
+   * one topic the last holds. Returns the topics whose choice was recorded, with it; NotFound if the
+   * contact is gone.
+   */
+  async chooseShown(contactId: string, also: string | undefined, choices: TopicChoice[]): Promise<SubscribedTopic[]> {
+    const latest = new Map(choices.map((choice) => [choice.id, choice.subscription]));
+    return this.db.transaction().execute(async (tx) => {
+      if (!(await lockContact(tx, this.database.dialect, ['id', contactId]))) throw new NotFound('Contact');
+      if (latest.size === 0) return [];
+      const ids = [...latest.keys()];
+      // Kept from being deleted until the choices are written (locks.ts): no choice outlives its topic.
+      await shared(tx.selectFrom('topics').select('id').where('id', 'in', ids), this.database.dialect).execute();
+      const shown = await shownQuery(tx, contactId, also).where('t.id', 'in', ids).orderBy('t.created_at').orderBy('t.id').execute();
+      const recorded = shown.map((topic) => ({ ...topic, subscription: latest.get(topic.id)! }));
+      await saveChoices(tx, contactId, recorded.map(({ id, subscription }) => ({ id, subscription })), new Date().toISOString());
+      return recorded;
+    });
+  }
+
   /** Over topics_newest_first; a cursor is a topic. */
   private readonly order: Order = {
     time: 'created_at',
@@ -98,6 +132,21 @@ export class TopicStore {
       return at && { time: at.created_at, id: at.id };
     },
   };
+}
+
+/** The topics the unsubscribe page may show the contact (see TopicStore.shownTo), with its subscriptions. */
+function shownQuery(db: Kysely<Tables>, contactId: string, also: string | undefined) {
+  return db
+    .selectFrom('topics as t')
+    .leftJoin('contact_topics as ct', (join) => join.onRef('ct.topic_id', '=', 't.id').on('ct.contact_id', '=', contactId))
+    .select((eb) => ['t.id', 't.name', 't.description', eb.fn.coalesce('ct.subscription', 't.default_subscription').as('subscription')])
+    .where((eb) =>
+      eb.or([
+        eb('t.visibility', '=', 'public'),
+        eb(eb.fn.coalesce('ct.subscription', 't.default_subscription'), '=', 'opt_in'),
+        ...(also === undefined ? [] : [eb('t.id', '=', also)]),
+      ]),
+    );
 }
 
 /** Within `tx`: refuses the first id that names no topic, and keeps the others until `tx` ends. */

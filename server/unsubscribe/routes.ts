@@ -1,13 +1,18 @@
 // The pages behind a broadcast email's unsubscribe link; they need no API key, only a token the server
-// signed. GET shows a page with a button and changes nothing (link scanners and previews fetch every
-// URL in a message); POST unsubscribes at once, as RFC 8058's one-click asks of mail clients, and
-// again is harmless. A token that does not verify, or names a contact that is gone, is a 404.
+// signed. GET shows a page and changes nothing (link scanners and previews fetch every URL in a
+// message). POST with `List-Unsubscribe=One-Click`, or without the page's `action`, unsubscribes at
+// once from what the link names, as RFC 8058's one-click asks of mail clients, and again is harmless;
+// the page's own form posts `action`, to record the reader's choice for each topic it shows or to leave
+// all email. A token that does not verify, or names a contact that is gone, is a 404.
 import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import { notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
-import { askPage, donePage, type Leaving } from './page.ts';
+import { NotFound } from '../store/missing.ts';
+import { UUID_FORM } from '../store/timeOrderedId.ts';
+import type { TopicChoice } from '../store/topics.ts';
+import { ACTION_FIELD, askPage, donePage, goneTopicPage, savedPage, TOPIC_FIELD_PREFIX } from './page.ts';
 import type { Handlers } from '../operationRouter.ts';
 
 const PAGE_HEADERS = {
@@ -18,11 +23,17 @@ const PAGE_HEADERS = {
   'X-Frame-Options': 'DENY',
 };
 
-/** A one-click body is one short field: anything past this is not one. */
+/** A one-click body is one short field, the page's form one per topic and `action`: anything past this is neither. */
 const FORM_LIMIT = '16kb';
+/** The most fields a form may have, as the contract's UnsubscribeForm and the validator's multipart reader allow. */
+const FORM_FIELDS = 20;
+/** The page shows as many topics as its form can carry beside `action`. */
+const SHOWN_TOPICS = FORM_FIELDS - 1;
 
 /** The URL-encoded form parser, for these pages only (multipart ones the validator reads itself). */
-export const unsubscribeForm = (): RequestHandler => express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: 20 });
+export const unsubscribeForm = (): RequestHandler => express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: FORM_FIELDS });
+
+type Form = Record<string, unknown>;
 
 export function unsubscribeHandlers(store: Store, tokens: UnsubscribeTokens): Handlers {
   /** What the token names; 404 unless this server signed it. */
@@ -31,27 +42,59 @@ export function unsubscribeHandlers(store: Store, tokens: UnsubscribeTokens): Ha
     if (!target) throw notFound('Unsubscribe link');
     return target;
   };
-
-  const leaving = async (target: UnsubscribeTarget): Promise<Leaving> => {
-    if (target.scope === 'broadcast') return 'everything';
-    return { topic: (await store.recipients.topicName(target.id)) ?? 'this topic' };
+  const linkTopic = (target: UnsubscribeTarget) => (target.scope === 'topic' ? target.id : undefined);
+  /** The contact the link names; 404 once it is gone. */
+  const contactOf = async (target: UnsubscribeTarget) => {
+    const contact = (await store.recipients.contacts([target.contactId])).get(target.contactId);
+    if (!contact) throw notFound('Unsubscribe link');
+    return contact;
   };
 
   const send = (res: Response, html: string) => res.status(200).set(PAGE_HEADERS).type('html').send(html);
 
   const getUnsubscribePage: RequestHandler<PathParams<'getUnsubscribePage'>> = async (req, res) => {
     const target = targetOf(req.params.token);
-    if (!(await store.recipients.contacts([target.contactId])).has(target.contactId)) throw notFound('Unsubscribe link');
-    send(res, askPage(await leaving(target)));
+    const contact = await contactOf(target);
+    const topic = linkTopic(target);
+    const { topics, more } = await store.topics.shownTo(contact.id, topic, SHOWN_TOPICS);
+    // The link's topic comes first when it exists; missing, it was deleted.
+    const link = topic === undefined ? 'everything' : { topic: topics.find((t) => t.id === topic)?.name };
+    send(res, askPage({ link, unsubscribed: Boolean(contact.unsubscribed), topics, more }));
   };
 
-  const unsubscribeOneClick: RequestHandler<PathParams<'unsubscribeOneClick'>> = async (req, res) => {
+  const unsubscribeOneClick: RequestHandler<PathParams<'unsubscribeOneClick'>, unknown, Form | undefined> = async (req, res) => {
     const target = targetOf(req.params.token);
-    const now = new Date();
-    const done = target.scope === 'topic' ? await store.recipients.optOut(target.contactId, target.id, now) : await store.recipients.unsubscribe(target.contactId, now);
-    if (!done) throw notFound('Unsubscribe link');
-    send(res, donePage(await leaving(target)));
+    const form: Form = req.body ?? {};
+    const topic = linkTopic(target);
+    // A mail client's one-click says nothing but that: the link says what to leave.
+    const action = form['List-Unsubscribe'] === 'One-Click' ? undefined : form[ACTION_FIELD];
+    try {
+      if (action === 'everything' || (action === undefined && topic === undefined)) {
+        if (!(await store.recipients.unsubscribe(target.contactId, new Date()))) throw notFound('Unsubscribe link');
+        return send(res, donePage('everything'));
+      }
+      if (action === undefined) {
+        // Written only while the topic exists, so a deleted topic's link leaves no choice behind.
+        const [left] = await store.topics.chooseShown(target.contactId, topic, [{ id: topic!, subscription: 'opt_out' }]);
+        return send(res, left ? donePage({ topic: left.name }) : goneTopicPage());
+      }
+      const recorded = await store.topics.chooseShown(target.contactId, topic, choicesIn(form));
+      send(res, savedPage(recorded, Boolean((await contactOf(target)).unsubscribed)));
+    } catch (error) {
+      if (error instanceof NotFound) throw notFound('Unsubscribe link');
+      throw error;
+    }
   };
 
   return { getUnsubscribePage, unsubscribeOneClick };
+}
+
+/** The page's choices: a `topic:<id>` field per topic, `opt_in` or `opt_out`; any other field is ignored. */
+function choicesIn(form: Form): TopicChoice[] {
+  const choices: TopicChoice[] = [];
+  for (const [name, value] of Object.entries(form)) {
+    const id = name.slice(TOPIC_FIELD_PREFIX.length);
+    if (name.startsWith(TOPIC_FIELD_PREFIX) && UUID_FORM.test(id) && (value === 'opt_in' || value === 'opt_out')) choices.push({ id, subscription: value });
+  }
+  return choices;
 }
