@@ -91,7 +91,17 @@ export function templateHandlers(store: Store): Handlers {
     res.json({ object: 'template', id: record.id });
   };
 
-  return { listTemplates, createTemplate, getTemplate, updateTemplate, deleteTemplate, publishTemplate };
+  const duplicateTemplate: OperationHandler<'duplicateTemplate'> = async (req, res) => {
+    const record = await store.templates.find(req.params.template_id);
+    if (!record) throw notFound('Template');
+    const now = new Date().toISOString();
+    // Its draft, as a draft of its own: an alias names one template, and the copy is not yet published.
+    const copy: TemplateRecord = { ...record, id: randomUUID(), alias: null, status: 'draft', published: null, created_at: now, updated_at: now, published_at: null };
+    await store.templates.insert(copy);
+    res.json({ object: 'template', id: copy.id });
+  };
+
+  return { listTemplates, createTemplate, getTemplate, updateTemplate, deleteTemplate, publishTemplate, duplicateTemplate };
 }
 
 type Variables = Schemas['TemplateVariable'][];

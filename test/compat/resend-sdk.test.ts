@@ -94,6 +94,19 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({ subject: 'Welcome', html: '<p>Hi Ann</p>' });
   });
 
+  it('templates.duplicate: a draft copy of the draft, without the alias, by id or by alias', async () => {
+    const created = await resend.templates.create({ name: 'Receipt', alias: `sdk-receipt-${backend}`, html: '<p>Paid {{{AMOUNT}}}</p>', subject: 'Receipt', variables: [{ key: 'AMOUNT', type: 'number', fallbackValue: 0 }] });
+    await resend.templates.publish(created.data!.id);
+    await resend.templates.update(created.data!.id, { html: '<p>Paid {{{AMOUNT}}} in full</p>' });
+    const copy = await resend.templates.duplicate(`sdk-receipt-${backend}`);
+    expect(copy).toMatchObject({ data: { object: 'template', id: uuid }, error: null });
+    expect(copy.data!.id).not.toBe(created.data!.id);
+    const got = (await resend.templates.get(copy.data!.id)).data;
+    expect(got).toMatchObject({ name: 'Receipt', alias: null, status: 'draft', subject: 'Receipt', html: '<p>Paid {{{AMOUNT}}} in full</p>', variables: [{ key: 'AMOUNT', type: 'number', fallback_value: 0 }], published_at: null });
+    expect((await resend.templates.get(`sdk-receipt-${backend}`)).data?.id).toBe(created.data!.id);
+    expect((await resend.templates.duplicate('00000000-0000-4000-8000-000000000000')).error).toMatchObject({ statusCode: 404, name: 'not_found' });
+  });
+
   it('templates.update, list and remove', async () => {
     const created = await resend.templates.create({ name: 'Reset', alias: `sdk-reset-${backend}`, html: '<p>Reset</p>' });
     expect((await resend.templates.update(created.data!.id, { subject: 'Reset your password', replyTo: 'help@acme.dev', variables: [{ key: 'URL', type: 'string', fallbackValue: 'x' }] })).data).toMatchObject({ object: 'template', id: created.data!.id });
