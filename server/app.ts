@@ -154,7 +154,9 @@ function under(prefixes: readonly string[], router: RequestHandler): RequestHand
 function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const { method } = req; // as it came: HEAD is answered as GET (server/head.ts)
-    const reqId = req.get('x-request-id') || randomUUID();
+    // A client's own id is kept only when it is short and plain: it is echoed and logged on every line.
+    const given = req.get('x-request-id');
+    const reqId = given && /^[\x20-\x7e]{1,200}$/.test(given) ? given : randomUUID();
     const started = performance.now();
     res.locals.reqId = reqId;
     res.setHeader('x-request-id', reqId);

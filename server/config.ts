@@ -103,10 +103,19 @@ const oneOf =
   (value: string) =>
     choices.includes(value as Choice) ? (value as Choice) : new Refusal(message);
 
-function url(protocols: string[]) {
-  const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`;
-  return (value: string) => (URL.canParse(value) && protocols.includes(new URL(value).protocol) ? value : new Refusal(rule));
+function url(protocols: string[], { host = false } = {}) {
+  const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}${host ? ', naming a host' : ''}`;
+  // `smtp://` alone parses, and nodemailer would then send to itself (127.0.0.1:587).
+  const fits = (parsed: URL) => protocols.includes(parsed.protocol) && (!host || parsed.hostname !== '');
+  return (value: string) => (URL.canParse(value) && fits(new URL(value)) ? value : new Refusal(rule));
 }
+
+/**
+ * The longest wait Node's timers keep: a longer one is taken as 1 ms (with a warning), so a grace of
+ * 30 days would end at once. Every setting in milliseconds is held to it.
+ */
+export const LONGEST_TIMER_MS = 2 ** 31 - 1;
+const milliseconds = (min = 0, max = LONGEST_TIMER_MS) => whole(min, max);
 
 const matching = (pattern: RegExp, message: string) => (value: string) => (pattern.test(value) ? value : new Refusal(message));
 
@@ -146,23 +155,24 @@ const VARIABLES = {
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
   BODY_LIMIT: variable(matching(SIZE, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
   RATE_LIMIT_PER_SECOND: variable(whole(), 10),
-  SMTP_URL: optional(url(['smtp:', 'smtps:'])),
+  SMTP_URL: optional(url(['smtp:', 'smtps:'], { host: true })),
   SMTP_FINAL: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
   NODE_ENV: optional(text),
   DELIVERY_WORKER: variable(oneOf(['on', 'off'], 'must be on or off'), 'on'),
   DELIVERY_THREADS: variable(whole(1, 16), 1),
   DELIVERY_MAX_ATTEMPTS: variable(whole(1), DEFAULT_DELIVERY.maxAttempts),
-  DELIVERY_RETRY_BASE_MS: variable(whole(), DEFAULT_DELIVERY.retryBaseMs),
-  DELIVERY_LEASE_MS: variable(whole(1), DEFAULT_DELIVERY.leaseMs),
-  FANOUT_LEASE_MS: variable(whole(1), DEFAULT_FANOUT.leaseMs),
+  DELIVERY_RETRY_BASE_MS: variable(milliseconds(), DEFAULT_DELIVERY.retryBaseMs),
+  DELIVERY_LEASE_MS: variable(milliseconds(1), DEFAULT_DELIVERY.leaseMs),
+  FANOUT_LEASE_MS: variable(milliseconds(1), DEFAULT_FANOUT.leaseMs),
   FANOUT_CHUNK_SIZE: variable(whole(1, 10_000), DEFAULT_FANOUT.chunkSize),
-  HEADERS_TIMEOUT_MS: variable(whole(), 10_000),
-  REQUEST_TIMEOUT_MS: variable(whole(), 30_000),
-  KEEP_ALIVE_TIMEOUT_MS: variable(whole(), 5_000),
-  STREAM_STALL_TIMEOUT_MS: variable(whole(), 30_000),
-  SHUTDOWN_GRACE_MS: variable(whole(), 10_000),
-  DATABASE_CONNECT_TIMEOUT_MS: variable(whole(), 5_000),
-  DATABASE_STATEMENT_TIMEOUT_MS: variable(whole(), 30_000),
+  HEADERS_TIMEOUT_MS: variable(milliseconds(), 10_000),
+  REQUEST_TIMEOUT_MS: variable(milliseconds(), 30_000),
+  KEEP_ALIVE_TIMEOUT_MS: variable(milliseconds(), 5_000),
+  STREAM_STALL_TIMEOUT_MS: variable(milliseconds(), 30_000),
+  SHUTDOWN_GRACE_MS: variable(milliseconds(), 10_000),
+  DATABASE_CONNECT_TIMEOUT_MS: variable(milliseconds(), 5_000),
+  // pg's own timer for a statement waits 5 s longer than the server's (server/store/database.ts).
+  DATABASE_STATEMENT_TIMEOUT_MS: variable(milliseconds(0, LONGEST_TIMER_MS - 5_000), 30_000),
   // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).
   CORS_ORIGINS: variable(text, ''),
   METRICS: variable(oneOf(['on', 'off'], 'must be on or off'), 'on'),
@@ -177,15 +187,18 @@ const VARIABLES = {
   INBOUND_SMTP_PORT: optional(whole(0, 65535)),
   INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
   WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
-  WEBHOOK_TIMEOUT_MS: variable(whole(1, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
+  WEBHOOK_TIMEOUT_MS: variable(milliseconds(1, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
   // Unset: a minute, or the timeout and half a minute more when that is longer.
-  WEBHOOK_LEASE_MS: optional(whole(1)),
+  WEBHOOK_LEASE_MS: optional(milliseconds(1)),
   WEBHOOK_CONCURRENCY: variable(whole(1, 1000), DEFAULT_WEBHOOKS.concurrency),
   WEBHOOK_DISABLE_AFTER_FAILED: variable(whole(), DEFAULT_WEBHOOKS.disableAfterFailed),
   WEBHOOK_KEEP_DAYS: variable(whole(1), DEFAULT_WEBHOOKS.keepEndedMs / DAY_MS),
   // The waits before the second, third... attempt: Resend's schedule unless set (tests shorten it).
   WEBHOOK_RETRY_SCHEDULE_MS: variable(
-    then(matching(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas'), (list) => list.split(',').map(Number)),
+    then(matching(/^\d{1,10}(,\d{1,10}){0,19}$/, 'must be 1 to 20 whole numbers of milliseconds, separated by commas'), (list) => {
+      const waits = list.split(',').map(Number);
+      return waits.every((wait) => wait <= LONGEST_TIMER_MS) ? waits : new Refusal(`must be 1 to 20 whole numbers of milliseconds up to ${LONGEST_TIMER_MS}, separated by commas`);
+    }),
     DEFAULT_WEBHOOKS.retryScheduleMs,
   ),
 };

@@ -1,8 +1,12 @@
 // `npm run keys -- create --name NAME [--permission sending_access]`, `keys list`, `keys revoke ID`:
 // manage API keys in the store that DATA_DIR or DATABASE_URL names.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKey, PERMISSIONS, type Permission } from './apiKeys/key.ts';
-import { loadConfig } from './config.ts';
+import { loadConfig, type Config } from './config.ts';
+import { postgresPlace, storeFailure } from './storeFailure.ts';
+import { loadSpec, schemaCompiler } from './contract.ts';
 import { openStore } from './store/index.ts';
 
 const USAGE = `usage:
@@ -14,6 +18,12 @@ const USAGE = `usage:
 function fail(message: string): never {
   process.stderr.write(`${message}\n${USAGE}\n`);
   process.exit(2);
+}
+
+/** The store could not be used: one line, as `npm start` says it, and exit 1. */
+function cannotRun(message: string): never {
+  process.stderr.write(`Mailroom's keys command could not run: ${message}\n`);
+  process.exit(1);
 }
 
 function parse() {
@@ -34,8 +44,17 @@ if (values.help) {
   process.exit(0);
 }
 const [command, id] = positionals;
+if (!['create', 'list', 'revoke'].includes(command ?? '')) fail(command ? `unknown command ${command}` : 'no command given');
+if (command === 'create') {
+  if (!values.name) fail('create needs --name');
+  // The contract's own rule for a name (ApiKeyName): one it refuses could never be listed over the API.
+  const nameFits = schemaCompiler(loadSpec())('/components/schemas/ApiKeyName');
+  if (!nameFits(values.name)) fail(`--name must be what the contract's ApiKeyName allows: ${nameFits.errors?.map((e) => e.message).join(', ')}`);
+  if (!PERMISSIONS.includes(values.permission as Permission)) fail(`--permission is one of ${PERMISSIONS.join(', ')}`);
+}
+if (command === 'revoke' && !id) fail('revoke needs the key id (see keys list)');
 
-function config() {
+function config(): Config {
   try {
     return loadConfig();
   } catch (error) {
@@ -44,13 +63,20 @@ function config() {
   }
 }
 
-const store = await openStore(config());
+const settings = config();
+// Said every time, to stderr: a mistyped DATA_DIR would otherwise manage keys no server ever reads.
+// The file name is server/store/sqlite.ts's.
+const sqliteFile = join(settings.dataDir, 'mailroom.sqlite');
+if (settings.databaseUrl) process.stderr.write(`Store: ${postgresPlace(settings.databaseUrl)} (DATABASE_URL)\n`);
+else if (existsSync(sqliteFile)) process.stderr.write(`Store: SQLite ${sqliteFile} (DATA_DIR)\n`);
+else if (command === 'create') process.stderr.write(`Store: SQLite ${sqliteFile} (DATA_DIR), a new database: no server has used it yet\n`);
+else cannotRun(`there is no SQLite store at ${sqliteFile}: check DATA_DIR (or set DATABASE_URL), or start the server once to create it`);
+
+const store = await openStore(settings).catch(async (error) => cannotRun((await storeFailure(settings, error)).message));
 try {
   switch (command) {
     case 'create': {
-      if (!values.name) fail('create needs --name');
-      if (!PERMISSIONS.includes(values.permission as Permission)) fail(`--permission is one of ${PERMISSIONS.join(', ')}`);
-      const created = await createKey(store, values.name, values.permission as Permission);
+      const created = await createKey(store, values.name!, values.permission as Permission);
       process.stdout.write(`${created.key}\n`);
       process.stderr.write(`Created key ${created.id} (${values.permission}). The key is shown only this once.\n`);
       break;
@@ -62,13 +88,12 @@ try {
       }
       break;
     case 'revoke':
-      if (!id) fail('revoke needs the key id (see keys list)');
-      if (!(await store.apiKeys.revoke(id, new Date().toISOString()))) fail(`no active key has the id ${id}`);
+      if (!(await store.apiKeys.revoke(id!, new Date().toISOString()))) fail(`no active key has the id ${id}`);
       process.stdout.write(`Revoked ${id}\n`);
       break;
-    default:
-      fail(command ? `unknown command ${command}` : 'no command given');
   }
+} catch (error) {
+  cannotRun((error as Error).message);
 } finally {
   await store.close();
 }

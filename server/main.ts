@@ -14,7 +14,12 @@ try {
   // The first thread also runs the broadcast fan-out and the inbound listener (server/worker.ts).
   const threads = config.deliveryWorker ? config.deliveryThreads : 0;
   const delivery = Array.from({ length: threads }, (_, thread) =>
-    superviseThread(() => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl, thread } }), running.logger.child({ role: 'supervisor', thread })),
+    superviseThread(
+      () => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl, thread } }),
+      running.logger.child({ role: 'supervisor', thread }),
+      undefined,
+      (reason) => void cannotStart(reason),
+    ),
   );
   if (running.createdKey) {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);
@@ -33,6 +38,15 @@ try {
       process.stderr.write(`Mailroom did not stop cleanly: ${(error as Error).message}\n`);
       process.exit(1);
     }
+  };
+  // A delivery thread that can never start (its inbound port taken) stops the whole process, as a bad
+  // variable does: a server that takes email it can never send is worse than one that does not start.
+  const cannotStart = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`Mailroom could not start: ${reason}\n`);
+    await Promise.allSettled([running.close(), ...delivery.map((thread) => thread.stop(0))]);
+    process.exit(1);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -1,6 +1,6 @@
 // Starts a whole Mailroom server: contract check, store and migrations, first key, HTTP listener.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import type express from 'express';
 import { pino, type Logger } from 'pino';
 import { ensureKey } from './apiKeys/key.ts';
@@ -9,6 +9,7 @@ import type { UnsubscribeLinks } from './broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
 import { answerClientErrors, answerConnect, answerExpectations, checkingRequestHead } from './clientErrors.ts';
 import { warnOfPlainHttp, type Config } from './config.ts';
+import { storeFailure } from './storeFailure.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
 import { WebhookDispatcher } from './webhooks/dispatch.ts';
@@ -44,7 +45,9 @@ export async function startServer(
   const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const spec = loadSpec(options.spec ?? specPath);
   await assertValidSpec(spec);
-  const store = await openStore(config, logger);
+  const store = await openStore(config, logger).catch(async (error) => {
+    throw await storeFailure(config, error);
+  });
   try {
     const createdKey = await ensureKey(store, config.apiKey);
     // Known once the server listens, when PORT=0 let the system choose; no request is served before.
@@ -52,6 +55,7 @@ export async function startServer(
     const links: UnsubscribeLinks = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
     const app = createApp({ spec, store, logger, config, links, extraRoutes: options.extraRoutes });
     const server = await listen(app, config);
+    const drain = draining(server, config);
     const { port } = server.address() as AddressInfo;
     const url = `http://${config.host}:${port}`;
     publicUrl ||= defaultPublicUrl(config.host, port);
@@ -67,8 +71,7 @@ export async function startServer(
       logger,
       createdKey,
       close: async () => {
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
+        const closed = drain();
         const grace = setTimeout(() => {
           logger.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: closing the connections still open');
           server.closeAllConnections();
@@ -84,6 +87,49 @@ export async function startServer(
     throw error;
   }
 }
+
+/**
+ * Graceful drain for keep-alive clients. Node's server.close() destroys every connection idle at that
+ * instant, and one whose client has just sent its next request (still unread) gets a reset; a
+ * response sent during the drain that says `keep-alive` invites another request that meets the same
+ * end. So, from the drain on, every response not yet begun says `Connection: close` (Node then
+ * closes its connection once it is sent), and an idle connection is closed only after it has stayed
+ * quiet a moment: a client that was about to send gets its answer, with `Connection: close`.
+ * Returns what starts the drain; it resolves once every connection has closed.
+ */
+function draining(server: Server, config: Config): () => Promise<void> {
+  let drainingNow = false;
+  const inFlight = new Set<ServerResponse>();
+  const connections = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  server.on('request', (req, res: ServerResponse) => {
+    if (drainingNow) {
+      res.shouldKeepAlive = false;
+      req.socket.setTimeout(0); // no longer quiet: it is served, whatever its request takes
+    }
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
+  return () => {
+    drainingNow = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    const busy = new Set<Socket>();
+    for (const res of inFlight) {
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      if (res.socket) busy.add(res.socket);
+    }
+    const quietMs = Math.min(DRAIN_QUIET_MS, config.keepAliveTimeoutMs || DRAIN_QUIET_MS);
+    // Node's own timeout handling destroys a connection that times out with no request in it.
+    for (const socket of connections) if (!busy.has(socket)) socket.setTimeout(quietMs);
+    return closed;
+  };
+}
+
+/** How long an idle keep-alive connection is left open once the drain begins (see draining()). */
+const DRAIN_QUIET_MS = 500;
 
 /** Every wait on a client is bounded: for its headers, its whole request, and its next request. */
 function listen(app: express.Express, config: Config): Promise<Server> {
@@ -103,6 +149,8 @@ function listen(app: express.Express, config: Config): Promise<Server> {
   answerClientErrors(server, { headersMs: headersTimeout, requestMs: config.requestTimeoutMs });
   answerExpectations(server);
   answerConnect(server);
+  // server.close() would destroy the idle connections at once; draining() closes them once quiet.
+  server.closeIdleConnections = () => {};
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {

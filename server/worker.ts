@@ -10,7 +10,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { FanoutWorker } from './broadcasts/fanout.ts';
 import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
-import { loadConfig, warnOfPlainHttp, type Config } from './config.ts';
+import { ConfigError, loadConfig, warnOfPlainHttp, type Config } from './config.ts';
+import { storeFailure } from './storeFailure.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { startInbound } from './inbound/listener.ts';
@@ -31,19 +32,45 @@ const publicUrl: string = config.publicUrl ?? fromServer?.publicUrl ?? defaultPu
 // would wait on its lease) and the inbound listener (its port can be bound once).
 const first = (fromServer?.thread ?? 0) === 0;
 if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
-const store = await openStore(config, logger);
-const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
-const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal, timeoutMs: config.delivery.leaseMs / 2 }) : captureTransport();
-const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
-const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
-const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
-// The listener first: if its port cannot be had, the thread ends before it has claimed any email,
-// rather than leaving the emails it claimed to wait out their lease.
-const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
+const { store, worker, fanout, webhooks, inbound } = await start().catch(cannotStart);
 worker.start();
 fanout?.start();
 webhooks?.start();
 logger.info({ transport: config.smtpUrl ? 'smtp' : 'capture', database: store.database.dialect }, 'delivery worker started');
+
+async function start() {
+  const store = await openStore(config, logger).catch(async (error) => {
+    throw await storeFailure(config, error);
+  });
+  try {
+    const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
+    const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal, timeoutMs: config.delivery.leaseMs / 2 }) : captureTransport();
+    const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
+    const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
+    const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
+    // The listener first: if its port cannot be had, the worker ends before it has claimed any email,
+    // rather than leaving the emails it claimed to wait out their lease.
+    const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
+    return { store, worker, fanout, webhooks, inbound };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+/**
+ * A process says why in one line and exits 1, as `npm start` does. In a thread, a configuration that
+ * cannot work (INBOUND_SMTP_PORT in use) is told to the supervisor, which stops the server with it;
+ * anything else (a database down for now) ends the thread, and the supervisor starts another.
+ */
+function cannotStart(error: unknown): never {
+  if (!parentPort) {
+    process.stderr.write(`Mailroom's delivery worker could not start: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  if (error instanceof ConfigError) parentPort.postMessage({ cannotStart: error.message });
+  throw error;
+}
 
 function configOrExit(): Config {
   try {
@@ -59,7 +86,18 @@ async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
   const asked = performance.now();
+  // A process keeps SHUTDOWN_GRACE_MS as `npm start` does (in a thread, the supervisor keeps it): a
+  // send still waiting on its relay then ends with the process, and its email goes back to the
+  // outbox when its lease runs out (delivery is at least once).
+  const grace = parentPort
+    ? undefined
+    : setTimeout(() => {
+        logger.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: stopping with emails in hand; they are sent again once their lease runs out');
+        logger.flush();
+        process.exit(0);
+      }, config.shutdownGraceMs);
   await Promise.all([worker.stop(), fanout?.stop(), webhooks?.stop(), inbound?.close()]);
+  clearTimeout(grace);
   await store.close();
   logger.info({ drainMs: Math.round(performance.now() - asked) }, 'delivery worker stopped');
   logger.flush();

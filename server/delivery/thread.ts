@@ -1,6 +1,8 @@
 // Keeps the delivery worker running in a thread beside the HTTP server. Whatever goes wrong in the
 // thread (an error nothing caught, its database unreachable at start) stays there: the failure is
-// logged, and another thread starts after a back-off that grows while threads keep dying young.
+// logged, and another thread starts after a back-off that grows while threads keep dying young. Only a
+// thread that says it cannot start with this configuration (its inbound port in use) is not started
+// again: no restart would help, and `onCannotStart` stops the server with its reason.
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 
@@ -16,10 +18,11 @@ export interface SupervisedThread {
   stop(graceMs: number): Promise<void>;
 }
 
-export function superviseThread(start: () => Worker, logger: Logger, backoff: Backoff = DEFAULT_BACKOFF): SupervisedThread {
+export function superviseThread(start: () => Worker, logger: Logger, backoff: Backoff = DEFAULT_BACKOFF, onCannotStart: (reason: string) => void = () => {}): SupervisedThread {
   let thread: Worker | undefined;
   let restart: NodeJS.Timeout | undefined;
   let stopping = false;
+  let cannotStart = false;
   let failures = 0;
 
   const run = () => {
@@ -28,9 +31,16 @@ export function superviseThread(start: () => Worker, logger: Logger, backoff: Ba
     thread = current;
     // Without a listener, the thread's error would be thrown in this one and end the process.
     current.on('error', (err) => logger.error({ err }, 'the delivery thread failed'));
+    // Sent by server/worker.ts before it ends; it may come after the exit, so either order stops restarts.
+    current.on('message', (message: { cannotStart?: string }) => {
+      if (typeof message?.cannotStart !== 'string' || cannotStart) return;
+      cannotStart = true;
+      clearTimeout(restart);
+      onCannotStart(message.cannotStart);
+    });
     current.on('exit', (code) => {
       thread = undefined;
-      if (stopping) return;
+      if (stopping || cannotStart) return;
       failures = Date.now() - startedAt > backoff.maxMs ? 1 : failures + 1;
       const delayMs = Math.min(backoff.maxMs, backoff.firstMs * 2 ** (failures - 1));
       logger.error({ code, delayMs }, 'the delivery thread stopped; starting another after a pause');

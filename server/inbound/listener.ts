@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { SMTPServerAddress } from 'smtp-server';
+import { ConfigError } from '../config.ts';
 import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
 import { bounced, complained, delayed, delivered } from '../delivery/report.ts';
 import type { Store } from '../store/index.ts';
@@ -64,7 +65,11 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
   });
   server.on('error', (err) => logger.warn({ err }, 'inbound SMTP connection error'));
   await new Promise<void>((resolve, reject) => {
-    server.server.once('error', reject);
+    // A port in use or an address that is not this machine's is the configuration's fault: said so,
+    // the process stops at start rather than restarting a delivery thread that can never listen.
+    server.server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new ConfigError(`the inbound listener cannot listen on INBOUND_SMTP_HOST ${options.host}, INBOUND_SMTP_PORT ${options.port}: ${error.code ?? error.message}`)),
+    );
     server.listen(options.port, options.host, () => resolve());
   });
   const port = (server.server.address() as AddressInfo).port;

@@ -3,11 +3,13 @@
 // is said loudly.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
+import { backends, POSTGRES_URL } from '../support/backends.ts';
 import { startServerProcess } from '../support/process.ts';
 
 const run = promisify(execFile);
@@ -53,7 +55,22 @@ describe('loadConfig', () => {
   it.each([
     ['PORT', 'abc', /PORT must be a whole number from 0 to 65535, got "abc"/],
     ['PORT', '70000', /PORT must be a whole number from 0 to 65535, got "70000"/],
-    ['SHUTDOWN_GRACE_MS', '10s', /SHUTDOWN_GRACE_MS must be a whole number of at least 0, got "10s"/],
+    ['SHUTDOWN_GRACE_MS', '10s', /SHUTDOWN_GRACE_MS must be a whole number from 0 to 2147483647, got "10s"/],
+    // Past 2^31 - 1 ms, Node's timers fire after 1 ms: a grace of a month would be none.
+    ['SHUTDOWN_GRACE_MS', '2147483648', /SHUTDOWN_GRACE_MS must be a whole number from 0 to 2147483647, got "2147483648"/],
+    ['DELIVERY_LEASE_MS', '9999999999', /DELIVERY_LEASE_MS must be a whole number from 1 to 2147483647/],
+    ['FANOUT_LEASE_MS', '2147483648', /FANOUT_LEASE_MS must be a whole number from 1 to 2147483647/],
+    ['DATABASE_CONNECT_TIMEOUT_MS', '2147483648', /DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '2147483647', /DATABASE_STATEMENT_TIMEOUT_MS must be a whole number from 0 to 2147478647/],
+    ['HEADERS_TIMEOUT_MS', '2147483648', /HEADERS_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['REQUEST_TIMEOUT_MS', '2147483648', /REQUEST_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['KEEP_ALIVE_TIMEOUT_MS', '2147483648', /KEEP_ALIVE_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['STREAM_STALL_TIMEOUT_MS', '2147483648', /STREAM_STALL_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['DELIVERY_RETRY_BASE_MS', '2147483648', /DELIVERY_RETRY_BASE_MS must be a whole number from 0 to 2147483647/],
+    ['WEBHOOK_LEASE_MS', '2147483648', /WEBHOOK_LEASE_MS must be a whole number from 1 to 2147483647/],
+    ['WEBHOOK_RETRY_SCHEDULE_MS', '5000,2147483648', /WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 whole numbers of milliseconds up to 2147483647/],
+    ['SMTP_URL', 'smtp://', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host/],
+    ['SMTP_URL', 'smtps://:465', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host/],
     ['RATE_LIMIT_PER_SECOND', '-1', /RATE_LIMIT_PER_SECOND must be a whole number/],
     ['DELIVERY_MAX_ATTEMPTS', '0', /DELIVERY_MAX_ATTEMPTS must be a whole number of at least 1/],
     ['DELIVERY_WORKER', 'no', /DELIVERY_WORKER must be on or off, got "no"/],
@@ -99,6 +116,60 @@ describe('the server process', () => {
     const failed = await run(process.execPath, ['build/main.js'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, PORT: 'eighty' } }).catch((error) => error);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/Mailroom could not start: invalid configuration:\n\s+PORT must be a whole number from 0 to 65535, got "eighty"/);
+  });
+
+  it.each([
+    ['build/worker.js', "Mailroom's delivery worker could not start"],
+    ['build/keys.js', "Mailroom's keys command could not run"],
+    ['build/main.js', 'Mailroom could not start'],
+  ])('%s says in one line, naming the variable, why its store cannot be used, and exits 1', async (script, prefix) => {
+    const args = script === 'build/keys.js' ? ['create', '--name', 'ops'] : [];
+    const attempt = (env: Record<string, string>) =>
+      run(process.execPath, [script, ...args], { cwd: root, env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', ...env } }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error) => error as { code: number; stderr: string },
+      );
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ DATABASE_URL: 'postgres://postgres:hunter2@127.0.0.1:5499/x' }, /cannot connect to the database at DATABASE_URL \(PostgreSQL database "x" on 127\.0\.0\.1:5499 as postgres\): .*ECONNREFUSED/],
+      [{ DATA_DIR: '/etc/passwd' }, /DATA_DIR \/etc\/passwd is not a directory that can be written: it is a file/],
+      [{ DATA_DIR: '/etc/passwd/mailroom' }, /DATA_DIR \/etc\/passwd\/mailroom is not a directory that can be written: part of its path is a file/],
+    ];
+    if (backends.includes('postgres')) {
+      const missing = new URL(POSTGRES_URL);
+      missing.pathname = '/mailroom_no_such_database';
+      missing.password = 'hunter2';
+      cases.push([{ DATABASE_URL: missing.href }, /cannot connect to the database at DATABASE_URL \(PostgreSQL database "mailroom_no_such_database" .*\): database "mailroom_no_such_database" does not exist/]);
+    }
+    for (const [env, said] of cases) {
+      const failed = await attempt(env);
+      expect(failed.code, JSON.stringify(env)).toBe(1);
+      const lines = failed.stderr.split('\n').filter((line) => line && !line.startsWith('Store: '));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^${prefix}: ${said.source}`));
+      expect(failed.stderr).not.toContain('hunter2');
+    }
+  });
+
+  it.each(['build/main.js', 'build/worker.js'])('%s stops with code 1 when the inbound listener cannot listen, naming INBOUND_SMTP_PORT and INBOUND_SMTP_HOST', async (script) => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as AddressInfo).port);
+    try {
+      for (const [env, said] of [
+        [{ INBOUND_SMTP_PORT: port }, /INBOUND_SMTP_HOST 127\.0\.0\.1, INBOUND_SMTP_PORT \d+: EADDRINUSE/],
+        [{ INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: 'garbage.invalid' }, /INBOUND_SMTP_HOST garbage\.invalid, INBOUND_SMTP_PORT 0: (ENOTFOUND|EAI_AGAIN)/],
+      ] as const) {
+        const failed = await run(process.execPath, [script], { cwd: root, timeout: 60_000, env: { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', MAILROOM_API_KEY: 're_test0000000000000000000000000000', ...env } }).then(
+          () => ({ code: 0, stderr: '' }),
+          (error) => error as { code: number; stderr: string },
+        );
+        expect(failed.code).toBe(1);
+        expect(failed.stderr).toMatch(said);
+        expect(failed.stderr).toMatch(/could not start: the inbound listener cannot listen/);
+      }
+    } finally {
+      taken.close();
+    }
   });
 
   it('warns when NODE_ENV=production and no SMTP_URL is set: messages are captured, not sent', async () => {

@@ -210,5 +210,16 @@ describe.each(backends)('errors on %s', (backend) => {
       await new Promise((r) => setTimeout(r, 20));
       expect(server.logs).toContainEqual(expect.objectContaining({ reqId: 'trace-me-123', method: 'GET', url: '/health', status: 200 }));
     });
+
+    it('keeps a request id only when it is at most 200 printable characters; otherwise it makes one', async () => {
+      for (const given of ['x'.repeat(201), 'caf\u00e9-id']) {
+        const res = await server.request('/health', { headers: { 'x-request-id': given } });
+        expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      }
+      const longest = 'y'.repeat(200);
+      expect((await server.request('/health', { headers: { 'x-request-id': longest } })).headers.get('x-request-id')).toBe(longest);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(server.logs.some((line) => String(line.reqId ?? '').length > 200)).toBe(false);
+    });
   });
 });

@@ -2,7 +2,7 @@
 // command, graceful shutdown on SIGTERM with a request in flight, and a loud failure when the contract
 // is broken.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -88,6 +88,32 @@ describe('the server process', () => {
     expect((await keys('revoke', id)).stdout).toContain(id);
     expect((await keys('list')).stdout.split('\n').find((l) => l.endsWith('newsletter'))).toContain('revoked');
     await expect(keys('create')).rejects.toMatchObject({ code: 2 });
+  });
+
+  it("refuses a name the contract's ApiKeyName refuses, and says which store it used", async () => {
+    const keys = (extra: Record<string, string>, ...args: string[]) =>
+      run(process.execPath, ['build/keys.js', ...args], { cwd: root, env: { ...env, ...extra } }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (error) => error as { code: number; stdout: string; stderr: string },
+      );
+    const tooLong = await keys({}, 'create', '--name', 'n'.repeat(51));
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toMatch(/--name must be what the contract's ApiKeyName allows: must NOT have more than 50 characters/);
+    expect((await keys({}, 'list')).stdout).not.toContain('n'.repeat(51));
+
+    const listed = await keys({}, 'list');
+    expect(listed.stderr).toContain(`Store: SQLite ${join(dataDir, 'mailroom.sqlite')} (DATA_DIR)`);
+    // A mistyped DATA_DIR: nothing to list or revoke there, and no empty database left behind.
+    const mistyped = join(dataDir, 'typo');
+    for (const args of [['list'], ['revoke', 'some-id']]) {
+      const refused = await keys({ DATA_DIR: mistyped }, ...args);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/there is no SQLite store at .*typo\/mailroom\.sqlite: check DATA_DIR/);
+      expect(existsSync(mistyped)).toBe(false);
+    }
+    const created = await keys({ DATA_DIR: mistyped }, 'create', '--name', 'fresh');
+    expect(created.code).toBe(0);
+    expect(created.stderr).toContain(`Store: SQLite ${join(mistyped, 'mailroom.sqlite')} (DATA_DIR), a new database`);
   });
 
   it('refuses to start, loudly, when the contract is missing or invalid', async () => {

@@ -1,7 +1,8 @@
 // The server as an operator runs it (the build `npm start` runs, delivery thread included) under faults:
 // clients that never read while it is asked to stop, its PostgreSQL backends terminated, and the keys
 // command asked for help or given nonsense.
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,8 @@ import { openStore } from '../../server/store/index.ts';
 import { backends, type Backend } from '../support/backends.ts';
 import { startServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
-import { backendPids, eventually, listRequest, namedSchema, seedContacts, stalledReader, terminateBackends } from './faults.ts';
+import { startSmtpSink } from '../support/smtp.ts';
+import { backendPids, eventually, listRequest, namedSchema, seedContacts, sleep, stalledReader, terminateBackends } from './faults.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const dirs: string[] = [];
@@ -53,6 +55,99 @@ describe.each(backends)('finding 11: SIGTERM with clients that never read, on %s
       await db.drop();
     }
   });
+});
+
+describe.each(backends)('SIGTERM with keep-alive clients sending all along, on %s', (backend: Backend) => {
+  /** One POST /contacts on a kept-alive connection: its status, or the error its connection met. */
+  const create = (url: string, agent: Agent, email: string) =>
+    new Promise<{ status?: number; connection?: string; error?: string }>((resolve) => {
+      const body = JSON.stringify({ email });
+      const req = request(`${url}/contacts`, { method: 'POST', agent, headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
+        res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      });
+      req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      req.end(body);
+    });
+
+  it('answers every request it takes with Connection: close, resets none, and every 201 is committed', async () => {
+    const db = await database(backend);
+    try {
+      for (let round = 0; round < 3; round++) {
+        const server = await startServerProcess({ ...db.env, DELIVERY_WORKER: 'off', SHUTDOWN_GRACE_MS: '5000' });
+        const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+        const created: string[] = [];
+        const failures: string[] = [];
+        let closes = 0;
+        let signalled = false;
+        // Each client sends its next request the moment it has its answer, until the server no longer takes connections.
+        const client = async (n: number) => {
+          for (let i = 0; ; i++) {
+            const email = `r${round}c${n}i${i}@keepalive.dev`;
+            const got = await create(server.url, agent, email);
+            if (got.status === 201) created.push(email);
+            else if (got.error === 'ECONNREFUSED' && signalled) return;
+            else failures.push(got.error ?? `status ${got.status}`);
+            if (signalled && got.connection === 'close') closes++;
+            if (failures.length > 0) return;
+          }
+        };
+        // One request first: new connections met during the server's very first request are another matter.
+        expect((await create(server.url, agent, `r${round}warm@keepalive.dev`)).status).toBe(201);
+        created.push(`r${round}warm@keepalive.dev`);
+        const clients = Array.from({ length: 16 }, (_, n) => client(n));
+        await sleep(300 + round * 97);
+        signalled = true;
+        server.child.kill('SIGTERM');
+        await Promise.all(clients);
+        expect(await server.exited).toBe(0);
+        agent.destroy();
+        expect(failures).toEqual([]);
+        expect(closes).toBeGreaterThan(0);
+        const store = await openStore({ dataDir: db.env.DATA_DIR!, databaseUrl: db.env.DATABASE_URL || undefined });
+        try {
+          const stored = await store.database.db.selectFrom('contacts').select('email').where('email', 'like', `r${round}%`).execute();
+          expect(new Set(stored.map((row) => row.email))).toEqual(new Set(created));
+        } finally {
+          await store.close();
+        }
+      }
+    } finally {
+      await db.drop();
+    }
+  }, 60_000);
+});
+
+describe('SIGTERM to npm run worker while its relay holds a message', () => {
+  it('keeps SHUTDOWN_GRACE_MS, then stops outright with code 0', async () => {
+    const db = await database('sqlite');
+    const relay = await startSmtpSink();
+    let held = 0;
+    relay.hang = () => (held++, true); // takes the message and never answers, as a relay that stalls
+    const server = await startServerProcess({ ...db.env, DELIVERY_WORKER: 'off' });
+    let worker: ChildProcess | undefined;
+    try {
+      const sent = await fetch(`${server.url}/emails`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ from: 'a@acme.dev', to: 'b@example.com', subject: 'x', text: 'x' }) });
+      expect(sent.status).toBe(200);
+      worker = spawn(process.execPath, ['build/worker.js'], { cwd: root, env: { ...process.env, ...db.env, SMTP_URL: relay.url, SHUTDOWN_GRACE_MS: '1000' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      worker.stdout!.on('data', (chunk) => (output += chunk));
+      const exited = new Promise<number | null>((resolve) => worker!.on('exit', resolve));
+      await eventually(async () => held > 0, 'the relay holds the message', 200);
+      const asked = performance.now();
+      worker.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      // Without the grace, the send waits for the relay up to half the lease (30 s) before the worker stops.
+      expect(performance.now() - asked).toBeLessThan(5000);
+      expect(output).toContain('shutdown grace period over');
+    } finally {
+      worker?.kill('SIGKILL');
+      server.child.kill('SIGTERM');
+      await server.exited;
+      await relay.close();
+    }
+  }, 60_000);
 });
 
 describe.skipIf(!backends.includes('postgres'))('finding 1: the process when its PostgreSQL backends are terminated', () => {
