@@ -64,6 +64,16 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
   return [handle, handle];
 }
 
+function isBareJson(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    const value: unknown = JSON.parse(body);
+    return value === null || typeof value !== 'object';
+  } catch {
+    return false;
+  }
+}
+
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof NotFound) return notFound(err.what);
@@ -72,6 +82,8 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {
     case 'entity.parse.failed':
+      // The parser takes only an object or an array: `"x"` or `null` alone is JSON, but no body here.
+      if (isBareJson((e as { body?: unknown }).body)) return new ApiError(400, 'invalid_json', 'The body must be a JSON object (or, for a batch, an array), not a bare string, number, boolean or null.');
       return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
     case 'entity.too.large':
       return new ApiError(413, 'payload_too_large', `The body is larger than ${e.limit} bytes.`);
@@ -110,7 +122,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
 
 /** The first failure, said the way a person fixing the request needs it: which field, and what it must be. */
 function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDocument): ApiError {
-  const item = e.errors?.find((error, _, all) => !wrongBranch(error, all));
+  const item = e.errors?.find(matchedNoBranch) ?? e.errors?.find((error, _, all) => !wrongBranch(error, all));
   if (!item) return invalid(e.message);
   // The validator's routing, which could not decode the path's parameters (its own wording).
   if (item.message.startsWith('malformed uri')) return invalid('The path is not percent-encoded correctly (a % must be followed by two hexadecimal digits, encoding UTF-8).', 'invalid_parameter');
@@ -159,8 +171,8 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       return invalid(`The \`${field}\` must be ${what}.`, name);
     }
     case 'type': {
-      const type = item.message.replace(/^must be /, '').split(',')[0];
-      return invalid(`The \`${field}\` must be ${TYPE_NAMES[type] ?? type}.`, name);
+      const types = item.message.replace(/^must be /, '').split(',');
+      return invalid(`The \`${field}\` must be ${types.map((type) => TYPE_NAMES[type] ?? type).join(' or ')}.`, name);
     }
     case 'const': {
       const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.properties?.[field]?.const !== undefined) : undefined;
@@ -176,9 +188,11 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       break;
     }
     case 'anyOf':
-    case 'oneOf':
-      if (schema?.description) return invalid(`The \`${field}\` must be ${lowerFirst(schema.description)}`, name);
+    case 'oneOf': {
+      const described = schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined);
+      if (described?.description) return invalid(`The \`${field}\` must be ${lowerFirst(described.description)}`, name);
       break;
+    }
     case 'pattern': {
       const meaning = patternMeanings(spec).get(item.message.match(/^must match pattern "(.*)"$/s)?.[1] ?? '');
       if (meaning) return invalid(`The \`${field}\` must be ${meaning}.`, name);
@@ -186,6 +200,19 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     }
   }
   return invalid(`The \`${field}\` ${item.message}.`, name);
+}
+
+/**
+ * A union (oneOf, anyOf) whose value no branch took: every branch refused the whole value by its type
+ * (`to: null`), or, for a parameter (an id or an address), by its type, format or pattern; nothing
+ * failed below it. The union's own words then say what the value may be, where the first branch's
+ * reason would say only what it alone takes. (In a body, one branch refusing by pattern is the branch
+ * the caller meant, whose words say more: wrongBranch.)
+ */
+function matchedNoBranch(error: NonNullable<ValidatorError['errors']>[number], _: number, all: NonNullable<ValidatorError['errors']>): boolean {
+  if (!/^(oneOf|anyOf)\./.test(error.errorCode ?? '')) return false;
+  const refusal = /^\/(params|query)\//.test(error.path) ? /^(type|format|pattern)\./ : /^type\./;
+  return all.every((other) => other === error || (other.path === error.path ? refusal.test(other.errorCode ?? '') : !other.path.startsWith(`${error.path}/`)));
 }
 
 /**

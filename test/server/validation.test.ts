@@ -243,7 +243,21 @@ describe.each(backends)('validation on %s', (backend) => {
       const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
       expect(await call('POST', '/emails', email(addresses(51)))).toEqual(refusal('The `to` must NOT have more than 50 items.'));
       expect(await call('POST', '/emails', email([]))).toEqual(refusal('The `to` must NOT have fewer than 1 items.'));
-      expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be a string.'));
+      // No branch took a number or null: the field's own words say what it may be, not the first branch's type.
+      expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be one address, or up to 50 of them.'));
+      expect(await call('POST', '/emails', email(null))).toEqual(refusal('The `to` must be one address, or up to 50 of them.'));
+    });
+
+    it('says what a bare JSON value, a path that is neither id nor address, and a value of two types may be', async () => {
+      const raw = (path: string, body: string) => server.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (res) => ({ status: res.status, body: await res.json() }));
+      for (const body of ['"x"', 'null', '5', 'true']) {
+        expect(await raw('/emails', body)).toEqual({ status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body must be a JSON object (or, for a batch, an array), not a bare string, number, boolean or null.' } });
+      }
+      expect((await raw('/emails', '{"to":')).body.message).toBe('The body is not valid JSON.');
+      expect((await call('GET', '/suppressions/not-an-address')).body.message).toBe("The `suppression` must be the suppression's id, or the suppressed address.");
+      expect((await call('GET', '/contacts/a')).body.message).toBe("The `contact_id` must be the contact's id, or its email address.");
+      const templated = await call('POST', '/emails', { from: 'a@example.com', to: 'b@example.com', template: { id: 'x', variables: { A: null } } });
+      expect(templated.body.message).toBe('The `template.variables.A` must be a string or a number.');
     });
 
     it('names an empty query parameter, and one holding a character it must percent-encode', async () => {
