@@ -19,6 +19,8 @@ export function endpointProblem(endpoint: string, allowPrivate: boolean): string
   // `https://@host` parses with an empty user name: any `@` before the host is refused.
   const authority = endpoint.slice(endpoint.indexOf('//') + 2).split(/[/?#\\]/, 1)[0]!;
   if (url.username || url.password || authority.includes('@')) return 'The `endpoint` must not hold a user name or password.';
+  // Port 0 parses, but nothing can be reached at it: every delivery would fail until the webhook is disabled.
+  if (url.port === '0') return 'The `endpoint` port must be from 1 to 65535.';
   if (allowPrivate) return undefined;
   const host = hostOf(url);
   const kind = hostKind(host);

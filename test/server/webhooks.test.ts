@@ -13,6 +13,7 @@ const REFUSED: [string, RegExp][] = [
   ['http://hooks.example.com/in', /https URL/],
   ['https://user:secret@hooks.example.com/in', /user name or password/],
   ['https://@hooks.example.com/in', /user name or password/],
+  ['https://hooks.example.com:0/in', /port must be from 1 to 65535/],
   ['https://localhost/in', /localhost/],
   ['https://LOCALHOST./in', /localhost/],
   ['https://api.localhost:8443/in', /localhost/],
