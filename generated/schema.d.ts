@@ -665,6 +665,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/broadcasts/{broadcast_id}/duplicate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Duplicate a broadcast
+         * @description Creates a draft broadcast with the same segment, topic, sender, subject and content as this one, whatever its status.
+         */
+        post: operations["duplicateBroadcast"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/templates": {
         parameters: {
             query?: never;
@@ -2130,7 +2156,7 @@ export interface components {
             object: "email";
             id: components["schemas"]["Uuid"];
         };
-        /** @description The id of the broadcast that was changed, sent or canceled. */
+        /** @description The id of the broadcast that was changed, sent, canceled or duplicated. */
         BroadcastObjectRef: {
             /**
              * @description Always `broadcast`.
@@ -5375,6 +5401,43 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["BroadcastNotFound"];
             422: components["responses"]["BroadcastNotCancelable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    duplicateBroadcast: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The broadcast's id.
+                 * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
+                 */
+                broadcast_id: components["parameters"]["BroadcastIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The copy, a draft. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BroadcastObjectRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BroadcastNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -1,4 +1,4 @@
-// Broadcasts: list, create (and send at once), retrieve, change and delete drafts, send, cancel.
+// Broadcasts: list, create (and send at once), retrieve, change and delete drafts, send, cancel, duplicate.
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
@@ -103,7 +103,16 @@ export function broadcastHandlers(store: Store): Handlers {
     res.json({ object: 'broadcast', id });
   };
 
-  return { listBroadcasts, createBroadcast, getBroadcast, updateBroadcast, deleteBroadcast, sendBroadcast, cancelBroadcast };
+  const duplicateBroadcast: OperationHandler<'duplicateBroadcast'> = async (req, res) => {
+    const record = await broadcasts.find(req.params.broadcast_id);
+    if (!record) throw notFound('Broadcast');
+    const { name, segment_id, from_address, subject, reply_to, preview_text, html, text, topic_id } = record;
+    const copy = { id: randomUUID(), name, segment_id, from_address, subject, reply_to, preview_text, html, text, topic_id, status: 'draft' as const, created_at: new Date().toISOString(), scheduled_at: null, sent_at: null };
+    await broadcasts.insert(copy);
+    res.json({ object: 'broadcast', id: copy.id });
+  };
+
+  return { listBroadcasts, createBroadcast, getBroadcast, updateBroadcast, deleteBroadcast, sendBroadcast, cancelBroadcast, duplicateBroadcast };
 }
 
 /** What the schema cannot say: the two names of the segment agree, and each address is one mailbox. */

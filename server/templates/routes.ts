@@ -1,4 +1,4 @@
-// Templates: create a draft, change it, publish it, list, retrieve and delete them by id or alias.
+// Templates: create a draft, change it, publish it, duplicate it, list, retrieve and delete them by id or alias.
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';

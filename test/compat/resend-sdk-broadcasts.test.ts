@@ -45,6 +45,17 @@ describe.each(backends)('the resend SDK broadcasts on %s', (backend) => {
     expect(again).toMatchObject({ data: null, error: { name: 'validation_error', statusCode: 422, message: expect.stringContaining('`queued`') } });
   });
 
+  it('duplicates a sent broadcast as a draft with its content, which can be changed and sent', async () => {
+    const created = await resend.broadcasts.create({ segmentId, from: 'news@acme.dev', subject: 'Again', html: '<p>Once more</p>', name: 'Repeat', replyTo: 'help@acme.dev', send: true });
+    const copy = await resend.broadcasts.duplicate(created.data!.id);
+    expect(copy).toMatchObject({ data: { object: 'broadcast', id: uuid }, error: null });
+    expect(copy.data!.id).not.toBe(created.data!.id);
+    expect((await resend.broadcasts.get(copy.data!.id)).data).toMatchObject({ name: 'Repeat', segment_id: segmentId, from: 'news@acme.dev', subject: 'Again', html: '<p>Once more</p>', reply_to: ['help@acme.dev'], status: 'draft', scheduled_at: null, sent_at: null });
+    expect((await resend.broadcasts.update(copy.data!.id, { subject: 'Again, changed' })).error).toBeNull();
+    expect((await resend.broadcasts.send(copy.data!.id)).error).toBeNull();
+    expect((await resend.broadcasts.duplicate('00000000-0000-4000-8000-000000000000')).error).toMatchObject({ statusCode: 404, name: 'not_found' });
+  });
+
   it('creates one scheduled "in 1 hour" with send: true, then cancels it', async () => {
     const before = Date.now();
     const created = await resend.broadcasts.create({ segmentId, from: 'news@acme.dev', subject: 'Later', text: 'Soon', send: true, scheduledAt: 'in 1 hour' });
