@@ -11,9 +11,10 @@
 //
 // Suppressed recipients are taken out of each message (server/delivery/suppression.ts), with one query
 // per claimed batch; an email left with none ends `suppressed`. A relay's 5xx to recipients is a
-// Permanent bounce: the email ends `bounced` and those addresses are suppressed. A relay's 4xx to some
-// recipients is a delay for them alone: the email is `delivery_delayed`, and the next attempt goes to
-// the recipients deferred, so those who have the message do not get it twice.
+// Permanent bounce: the email ends `bounced` and those addresses are suppressed (unless the refusal is
+// about the message, not the addresses: see `suppressed` below). A relay's 4xx to some recipients is
+// a delay for them alone: the email is `delivery_delayed`, and the next attempt goes to the recipients
+// deferred, so those who have the message do not get it twice.
 import type { Logger } from 'pino';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
@@ -158,8 +159,8 @@ export class DeliveryWorker {
 
   /**
    * Tries again later, or fails the email once its attempts are spent. `deferred`: the recipients the
-   * relay put off while it took the message for others, or refused none for good; the next attempt
-   * goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
+   * relay put off (4xx) while it took the message for the others or refused them for good; the next
+   * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
    */
   private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[]): Promise<void> {
     if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);

@@ -1,6 +1,7 @@
 // Emails: send one (now or at `scheduled_at`), send a batch, list them, retrieve one with its last
-// delivery event, and its events; reschedule or cancel a scheduled one. A broadcast's email keeps no body of its own: it reads back with the broadcast's content
-// personalized for its contact (the list shows the stored subject, so that a page costs one query).
+// delivery event, and its events; reschedule or cancel a scheduled one. A broadcast's email keeps no
+// body of its own: it reads back with the broadcast's content personalized for its contact (the list
+// shows the stored subject, so that a page costs one query).
 import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
