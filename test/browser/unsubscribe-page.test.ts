@@ -1,0 +1,82 @@
+// The unsubscribe page in Debian's Chromium, as a reader who followed a broadcast email's link uses
+// it: the topics shown with their choices, a choice changed and saved by clicking, the one-click
+// button, at a phone's width too, under the page's own Content-Security-Policy (no script, no error).
+import { randomUUID } from 'node:crypto';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumPresent, launchChromium } from '../support/dashboard.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe.skipIf(!chromiumPresent)('the unsubscribe page in Chromium', () => {
+  let browser: Browser;
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite');
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+    return res.json();
+  };
+  /** A new page at `width`, collecting what the browser complains of: errors, CSP violations included. */
+  async function open(url: string, width = 1280): Promise<{ page: Page; complaints: string[] }> {
+    const context = await browser.newContext({ viewport: { width, height: 800 } });
+    const page = await context.newPage();
+    const complaints: string[] = [];
+    page.on('pageerror', (error) => complaints.push(error.message));
+    page.on('console', (message) => void (message.type() === 'error' && complaints.push(message.text())));
+    await page.goto(url);
+    return { page, complaints };
+  }
+  const choice = async (contactId: string, topicId: string) => {
+    const topics: { id: string; subscription: string }[] = (await api('GET', `/contacts/${contactId}/topics`)).data;
+    return topics.find((t) => t.id === topicId)?.subscription;
+  };
+
+  it('shows the topics with their choices, and saves a changed choice when the reader clicks', async () => {
+    const weekly = (await api('POST', '/topics', { name: 'Weekly news', default_subscription: 'opt_in', visibility: 'public', description: 'What shipped this week.' })).id;
+    const offers = (await api('POST', '/topics', { name: 'Offers', default_subscription: 'opt_out', visibility: 'public' })).id;
+    const hidden = (await api('POST', '/topics', { name: 'Beta programme', default_subscription: 'opt_out', visibility: 'private' })).id;
+    const reader = (await api('POST', '/contacts', { email: `reader-${randomUUID()}@example.com` })).id;
+    const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'topic', id: weekly })}`;
+
+    const { page, complaints } = await open(url);
+    expect(await page.getByRole('group', { name: 'Weekly news' }).isVisible()).toBe(true);
+    expect(await page.getByRole('group', { name: 'Offers' }).isVisible()).toBe(true);
+    expect(await page.getByRole('group', { name: 'Beta programme' }).count()).toBe(0); // private, not opted in
+    const weeklyGroup = page.getByRole('group', { name: 'Weekly news' });
+    expect(await weeklyGroup.getByLabel('Send me these').isChecked()).toBe(true);
+    expect(await page.getByRole('group', { name: 'Offers' }).getByLabel('Stop these').isChecked()).toBe(true);
+
+    await weeklyGroup.getByLabel('Stop these').check();
+    await page.getByRole('group', { name: 'Offers' }).getByLabel('Send me these').check();
+    await page.getByRole('button', { name: 'Save my choices' }).click();
+    await page.getByRole('heading', { name: 'Your choices are saved' }).waitFor();
+    expect(await choice(reader, weekly)).toBe('opt_out');
+    expect(await choice(reader, offers)).toBe('opt_in');
+    expect(await choice(reader, hidden)).toBe('opt_out');
+    expect(complaints).toEqual([]);
+    await page.context().close();
+  });
+
+  it("leaves the link's topic with its one button, and fits a phone's width", async () => {
+    const digest = (await api('POST', '/topics', { name: 'Daily digest', default_subscription: 'opt_in', visibility: 'public' })).id;
+    const reader = (await api('POST', '/contacts', { email: `phone-${randomUUID()}@example.com` })).id;
+    const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'topic', id: digest })}`;
+    const { page, complaints } = await open(url, 375);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    expect(await choice(reader, digest)).toBe('opt_in'); // opening the page changed nothing
+    await page.getByRole('button', { name: /^Unsubscribe$/ }).first().click();
+    await page.getByRole('heading', { name: 'You are unsubscribed' }).waitFor();
+    expect(await choice(reader, digest)).toBe('opt_out');
+    expect((await api('GET', `/contacts/${reader}`)).unsubscribed).toBe(false);
+    expect(complaints).toEqual([]);
+    await page.context().close();
+  });
+});
