@@ -174,7 +174,13 @@ export class World {
     // POST under another resource's path creates only when it says so with 201 (a contact in an audience).
     const creates = op.method === 'POST' && (status === 201 || (pathParams(op).length === 0 && !('201' in op.responses)));
     const removed = Array.isArray(body?.data) && body.data.length > 0 && body.data.every((d: { deleted?: unknown }) => d.deleted === true);
-    if (removed) {
+    // A POST under one thing's path that answers the id of another (a duplicate) made that other, whose
+    // content is the first one's: known to exist, with nothing asked of it to compare.
+    const copied = op.method === 'POST' && status === 200 && pathParams(op).length > 0 && typeof body?.id === 'string' && !sent.request.path.includes(body.id) && !expected.has(body.id);
+    if (copied) {
+      pool.push({ id: body.id });
+      expected.set(body.id, {});
+    } else if (removed) {
       // Removed in bulk (suppressions): each entry names one thing that is gone.
       for (const { id } of body.data as { id: string }[]) {
         expected.delete(id);

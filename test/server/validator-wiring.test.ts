@@ -94,7 +94,7 @@ describe('one validation path: the validator as createApp takes it apart', () =>
     }
     // And each request tries only a few.
     const ownRoutes = routesByFirstSegment(Object.fromEntries(routes.map((route) => [route, {}])));
-    expect(Object.keys(ownRoutes(`/broadcasts/${id}`))).toEqual(['/broadcasts', '/broadcasts/:broadcast_id', '/broadcasts/:broadcast_id/send', '/broadcasts/:broadcast_id/cancel']);
+    expect(Object.keys(ownRoutes(`/broadcasts/${id}`))).toEqual(['/broadcasts', '/broadcasts/:broadcast_id', '/broadcasts/:broadcast_id/send', '/broadcasts/:broadcast_id/cancel', '/broadcasts/:broadcast_id/duplicate']);
   });
 
   it('every format the contract uses is one of those', () => {
