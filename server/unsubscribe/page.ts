@@ -12,7 +12,6 @@ export type Leaving = { topic: string } | 'everything';
 /** The preferences form's fields: `action`, and one `topic:<id>` per topic shown, `opt_in` or `opt_out`. */
 export const ACTION_FIELD = 'action';
 export const TOPIC_FIELD_PREFIX = 'topic:';
-export type Action = 'save' | 'everything';
 
 /** What the page a GET shows knows of the reader. */
 export interface Standing {
