@@ -229,7 +229,8 @@ export class EmailStore {
    */
   reschedule(id: string, scheduledAt: string | null, now: Date): Promise<ScheduleRefusal | undefined> {
     const at = now.toISOString();
-    const change: Updateable<EmailTable> = scheduledAt ? { scheduled_at: scheduledAt, next_attempt_at: scheduledAt } : { last_event: 'queued' as const, scheduled_at: null, next_attempt_at: at };
+    // A claim whose lease ran out loses its hold, as on cancel: its late outcome cannot overwrite the new time.
+    const change: Updateable<EmailTable> = scheduledAt ? { scheduled_at: scheduledAt, next_attempt_at: scheduledAt, lease_token: null } : { last_event: 'queued' as const, scheduled_at: null, next_attempt_at: at, lease_token: null };
     return this.changeScheduled(id, now, change, scheduledAt ? { type: 'email.scheduled', email_id: id, created_at: at } : undefined);
   }
 

@@ -119,7 +119,7 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
     expect((await call('PATCH', `/emails/${id}`, { scheduled_at: 'in 1 hour' })).status).toBe(422);
   });
 
-  it('cannot be canceled while a delivery holds it, and can once that claim has run out', async () => {
+  it('cannot be canceled while a delivery holds it, and can be canceled or moved once that claim has run out', async () => {
     const id = await schedule('Held', '2099-01-01T00:00:00Z');
     await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute();
     const [claimed] = await server.store.emails.claimNextBatch(1, new Date(), 60_000);
@@ -131,6 +131,15 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
     // The late delivery cannot record an outcome over the cancel.
     expect(await server.store.emails.markDelivered([{ id, lease_token: claimed!.lease_token, messageId: '<late@acme.dev>', text: null }], new Date(), false)).toEqual([]);
     expect((await call('GET', `/emails/${id}`)).body.last_event).toBe('canceled');
+
+    // Likewise a reschedule: the late outcome of a claim whose lease ran out does not overwrite the new time.
+    const moved = await schedule('Held, moved', '2099-01-01T00:00:00Z');
+    await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', moved).execute();
+    const [late] = await server.store.emails.claimNextBatch(1, new Date(), 60_000);
+    await db().updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', moved).execute();
+    expect((await call('PATCH', `/emails/${moved}`, { scheduled_at: 'in 1 day' })).status).toBe(200);
+    expect(await server.store.emails.markDelivered([{ id: moved, lease_token: late!.lease_token, messageId: '<late@acme.dev>', text: null }], new Date(), false)).toEqual([]);
+    expect((await call('GET', `/emails/${moved}`)).body.last_event).toBe('scheduled');
   });
 
   it('answers 404 for an unknown email and 422 for a body without scheduled_at', async () => {
