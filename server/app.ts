@@ -47,7 +47,7 @@ import { suppressionHandlers } from './suppressions/routes.ts';
 import { templateHandlers } from './templates/routes.ts';
 import { topicHandlers } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
-import { unsubscribeForm, unsubscribeHandlers } from './unsubscribe/routes.ts';
+import { formBounds, unsubscribeForm, unsubscribeHandlers } from './unsubscribe/routes.ts';
 import { webhookHandlers } from './webhooks/routes.ts';
 
 export interface AppOptions {
@@ -80,7 +80,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
   app.use(under(PAGE_PATHS, contractRoutes(metrics)), under(['/dashboard'], dashboardRoutes()));
   app.use(holdingRefusal(jsonBody(config.bodyLimit)));
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
-  app.use('/unsubscribe', unsubscribeForm());
+  app.use('/unsubscribe', unsubscribeForm(spec));
   compileRoutePatternsOnce();
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
   app.use(headAsGet);
@@ -106,7 +106,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
       ...emailHandlers(store, new BroadcastMail(store, links)),
       ...templateHandlers(store),
       ...suppressionHandlers(store),
-      ...unsubscribeHandlers(store, links.tokens),
+      ...unsubscribeHandlers(spec, store, links.tokens),
       ...webhookHandlers(store, config.webhooks),
       ...apiKeyHandlers(store),
     }),
@@ -116,6 +116,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
 }
 
 export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
+  const form = formBounds(spec);
   return {
     apiSpec: structuredClone(spec) as never,
     validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
@@ -125,7 +126,7 @@ export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
     ignoreUndocumented: false,
     // Multipart bodies are read (by multer) only for the one operation that takes them, the one-click
     // unsubscribe: a few short fields, never a file, so a body cannot grow past a few kilobytes.
-    fileUploader: { limits: { files: 0, fileSize: 0, parts: 20, fields: 20, fieldNameSize: 100, fieldSize: 1000, headerPairs: 20 } },
+    fileUploader: { limits: { files: 0, fileSize: 0, parts: form.fields, fields: form.fields, fieldNameSize: 100, fieldSize: form.fieldLength, headerPairs: 20 } },
     ...VALIDATOR_FORMATS, // the formats schemaCompiler uses
   };
 }

@@ -6,6 +6,7 @@
 // all email. A token that does not verify, or names a contact that is gone, is a 404.
 import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
+import type { OpenApiDocument } from '../contract.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import { notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
@@ -25,17 +26,22 @@ const PAGE_HEADERS = {
 
 /** A one-click body is one short field, the page's form one per topic and `action`: anything past this is neither. */
 const FORM_LIMIT = '16kb';
-/** The most fields a form may have, as the contract's UnsubscribeForm and the validator's multipart reader allow. */
-const FORM_FIELDS = 20;
-/** The page shows as many topics as its form can carry beside `action`. */
-const SHOWN_TOPICS = FORM_FIELDS - 1;
+
+/** How many fields a form may have, and how long each may be: the contract's UnsubscribeForm. */
+export function formBounds(spec: OpenApiDocument): { fields: number; fieldLength: number } {
+  const form = spec.components.schemas!.UnsubscribeForm as { maxProperties: number; additionalProperties: { maxLength: number } };
+  return { fields: form.maxProperties, fieldLength: form.additionalProperties.maxLength };
+}
 
 /** The URL-encoded form parser, for these pages only (multipart ones the validator reads itself). */
-export const unsubscribeForm = (): RequestHandler => express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: FORM_FIELDS });
+export const unsubscribeForm = (spec: OpenApiDocument): RequestHandler =>
+  express.urlencoded({ extended: false, limit: FORM_LIMIT, parameterLimit: formBounds(spec).fields });
 
 type Form = Record<string, unknown>;
 
-export function unsubscribeHandlers(store: Store, tokens: UnsubscribeTokens): Handlers {
+export function unsubscribeHandlers(spec: OpenApiDocument, store: Store, tokens: UnsubscribeTokens): Handlers {
+  // The page shows as many topics as its form can carry beside `action`.
+  const shownTopics = formBounds(spec).fields - 1;
   /** What the token names; 404 unless this server signed it. */
   const targetOf = (token: string): UnsubscribeTarget => {
     const target = tokens.verify(token);
@@ -56,7 +62,7 @@ export function unsubscribeHandlers(store: Store, tokens: UnsubscribeTokens): Ha
     const target = targetOf(req.params.token);
     const contact = await contactOf(target);
     const topic = linkTopic(target);
-    const { topics, more } = await store.topics.shownTo(contact.id, topic, SHOWN_TOPICS);
+    const { topics, more } = await store.topics.shownTo(contact.id, topic, shownTopics);
     // The link's topic comes first when it exists; missing, it was deleted.
     const link = topic === undefined ? 'everything' : { topic: topics.find((t) => t.id === topic)?.name };
     send(res, askPage({ link, unsubscribed: Boolean(contact.unsubscribed), topics, more }));
