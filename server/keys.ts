@@ -1,13 +1,13 @@
 // `npm run keys -- create --name NAME [--permission sending_access]`, `keys list`, `keys revoke ID`:
 // manage API keys in the store that DATA_DIR or DATABASE_URL names.
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKey, PERMISSIONS, type Permission } from './apiKeys/key.ts';
 import { loadConfig, type Config } from './config.ts';
 import { postgresPlace, storeFailure } from './storeFailure.ts';
 import { loadSpec, schemaCompiler } from './contract.ts';
 import { openStore } from './store/index.ts';
+import { sqliteFileIn } from './store/sqlite.ts';
 
 const USAGE = `usage:
   npm run keys -- create --name NAME [--permission full_access|sending_access]
@@ -65,8 +65,7 @@ function config(): Config {
 
 const settings = config();
 // Said every time, to stderr: a mistyped DATA_DIR would otherwise manage keys no server ever reads.
-// The file name is server/store/sqlite.ts's.
-const sqliteFile = join(settings.dataDir, 'mailroom.sqlite');
+const sqliteFile = sqliteFileIn(settings.dataDir);
 if (settings.databaseUrl) process.stderr.write(`Store: ${postgresPlace(settings.databaseUrl)} (DATABASE_URL)\n`);
 else if (existsSync(sqliteFile)) process.stderr.write(`Store: SQLite ${sqliteFile} (DATA_DIR)\n`);
 else if (command === 'create') process.stderr.write(`Store: SQLite ${sqliteFile} (DATA_DIR), a new database: no server has used it yet\n`);

@@ -10,10 +10,13 @@ import type { Database, Tables } from './database.ts';
 /** How long a SQLite statement waits for another connection (the delivery thread's) to finish writing. */
 const SQLITE_BUSY_TIMEOUT_MS = 5000;
 
+/** The database file in DATA_DIR. */
+export const sqliteFileIn = (dataDir: string): string => join(dataDir, 'mailroom.sqlite');
+
 export async function openSqlite(dataDir: string): Promise<Database> {
   const { default: SqliteDatabase } = await import('better-sqlite3');
   mkdirSync(dataDir, { recursive: true });
-  const sqlite = new SqliteDatabase(join(dataDir, 'mailroom.sqlite'));
+  const sqlite = new SqliteDatabase(sqliteFileIn(dataDir));
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   // No busy handler: SQLite's sleeps would stop the whole thread; the driver waits instead (below).
