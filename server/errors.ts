@@ -151,7 +151,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   }
   if ((keyword === 'minProperties' || keyword === 'maxProperties') && location === 'body' && field === 'body') {
     // A body that takes exactly one of its fields (minProperties and maxProperties 1), such as removing suppressions by `emails` or by `ids`.
-    const choice = resolveRef(spec, bodySchema(req, spec));
+    const choice = bodySchema(req, spec);
     if (choice?.minProperties === 1 && choice?.maxProperties === 1) {
       const names = Object.keys(choice.properties ?? {}).map((name) => `\`${name}\``).join(' or ');
       return keyword === 'minProperties' ? invalid(`Missing ${names} field.`, 'missing_required_field') : invalid(`Give ${names}, not both.`);
@@ -176,20 +176,20 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     }
     case 'const': {
       const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.properties?.[field]?.const !== undefined) : undefined;
-      const value = when && resolveRef(spec, bodySchema(req, spec)).dependentSchemas[when].properties[field].const;
+      const value = when && bodySchema(req, spec).dependentSchemas[when].properties[field].const;
       if (when) return invalid(`The \`${field}\` must be \`${JSON.stringify(value)}\` with \`${when}\`.`, name);
-      const own = (schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined))?.const;
+      const own = (schema ?? (location === 'body' ? bodySchema(req, spec, field) : undefined))?.const;
       if (own !== undefined) return invalid(`The \`${field}\` must be \`${own}\`.`, name);
       break;
     }
     case 'enum': {
-      const allowed: unknown[] | undefined = (schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined))?.enum;
+      const allowed: unknown[] | undefined = (schema ?? (location === 'body' ? bodySchema(req, spec, field) : undefined))?.enum;
       if (allowed) return invalid(`The \`${field}\` must be one of ${allowed.map((value) => `\`${value}\``).join(', ')}.`, name);
       break;
     }
     case 'anyOf':
     case 'oneOf': {
-      const described = schema ?? (location === 'body' ? bodyFieldSchema(req, spec, field) : undefined);
+      const described = schema ?? (location === 'body' ? bodySchema(req, spec, field) : undefined);
       if (described?.description) return invalid(`The \`${field}\` must be ${lowerFirst(described.description)}`, name);
       break;
     }
@@ -267,22 +267,17 @@ function pathItem(req: Request, spec: OpenApiDocument): any {
   return route ? (spec.paths[route.replace(/:(\w+)/g, '{$1}')] as any) : undefined;
 }
 
-/** The JSON body schema of the request's operation. */
-function bodySchema(req: Request, spec: OpenApiDocument): any {
-  return resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content?.['application/json']?.schema;
-}
-
-/** The schema the contract gives a body field (`topics.0.id`), through properties, items and references. */
-function bodyFieldSchema(req: Request, spec: OpenApiDocument, field: string): any {
+/** The schema the contract gives the request's body, or a field of it (`topics.0.id`), through properties, items and references. */
+function bodySchema(req: Request, spec: OpenApiDocument, field = ''): any {
   const content = resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content ?? {};
   let schema = resolveRef(spec, (Object.values(content)[0] as { schema?: unknown } | undefined)?.schema);
-  for (const step of field.split('.')) schema = resolveRef(spec, /^\d+$/.test(step) ? schema?.items : schema?.properties?.[step]);
+  for (const step of field ? field.split('.') : []) schema = resolveRef(spec, /^\d+$/.test(step) ? schema?.items : schema?.properties?.[step]);
   return schema;
 }
 
 /** The field whose presence brings in the rule (a `dependentSchemas` entry of the body) that `field` broke. */
 function dependency(req: Request, spec: OpenApiDocument, field: string, broke: (rule: any) => boolean): string | undefined {
-  const rules: Record<string, any> = resolveRef(spec, bodySchema(req, spec))?.dependentSchemas ?? {};
+  const rules: Record<string, any> = bodySchema(req, spec)?.dependentSchemas ?? {};
   return Object.entries(rules).find(([when, rule]) => when in (req.body ?? {}) && broke(rule))?.[0];
 }
 
