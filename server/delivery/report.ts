@@ -8,6 +8,7 @@ import { parseMailbox } from '../emails/mailbox.ts';
 import type { EmailEvent } from '../store/database.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { ReportChange } from '../store/reports.ts';
+import { bounceSuppressions } from '../store/suppressions.ts';
 import { suppresses, type Bounce } from './bounce.ts';
 
 type Decision = (email: EmailRecord) => ReportChange | undefined;
@@ -22,7 +23,7 @@ export function bounced(bounce: Bounce, addresses: string[]): Decision {
   return (email) => {
     // `queued` too: a relay can report a failure before the worker has recorded handing the email over.
     if (![...LEFT, 'queued'].includes(email.last_event)) return undefined;
-    const suppress = suppresses(bounce) ? recipientsAmong(email, addresses).map((address) => ({ email: address, origin: 'bounce' as const, source_id: email.id })) : [];
+    const suppress = suppresses(bounce) ? bounceSuppressions(email.id, recipientsAmong(email, addresses)) : [];
     return { last_event: 'bounced', event: { type: 'email.bounced', data: { bounce } }, suppress, error: bounce.message };
   };
 }

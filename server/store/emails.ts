@@ -11,7 +11,7 @@ import { inIndexOrder, type DialectName, type EmailEvent, type EmailTable, type 
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared, preparedInsert } from './prepared.ts';
-import { suppress } from './suppressions.ts';
+import { bounceSuppressions, suppress } from './suppressions.ts';
 
 /** An email as stored; the lease token and the deferred recipients are the outbox's own business. */
 export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token' | 'deferred_recipients'>;
@@ -176,7 +176,7 @@ export class EmailStore {
     const change = { last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString(), ...(deferred && { deferred_recipients: JSON.stringify(deferred) }) } as const;
     const bounce = refused && (async (tx: Transaction<Tables>, now: string) => {
       await this.events.record(tx, [{ type: 'email.bounced', email_id: lease.id, data: { bounce: refused.bounce }, created_at: now }]);
-      await suppress(tx, refused.addresses.map((email) => ({ email, origin: 'bounce' as const, source_id: lease.id })), now);
+      await suppress(tx, bounceSuppressions(lease.id, refused.addresses), now);
     });
     return this.conclude(lease, change, { type: 'email.delivery_delayed', data: { reason: error } }, at, bounce);
   }
@@ -219,7 +219,7 @@ export class EmailStore {
    * and each refused address is suppressed, all in one transaction; false if the lease no longer holds.
    */
   markBounced(lease: Lease, bounce: { message: string }, refused: string[], at: Date): Promise<boolean> {
-    const suppressRefused = (tx: Transaction<Tables>, now: string) => suppress(tx, refused.map((email) => ({ email, origin: 'bounce' as const, source_id: lease.id })), now);
+    const suppressRefused = (tx: Transaction<Tables>, now: string) => suppress(tx, bounceSuppressions(lease.id, refused), now);
     return this.conclude(lease, { last_event: 'bounced', last_error: bounce.message.slice(0, 500) }, { type: 'email.bounced', data: { bounce } }, at, suppressRefused);
   }
 

@@ -18,6 +18,9 @@ export interface NewSuppression {
   source_id: string | null;
 }
 
+/** The suppressions a bounce of email `emailId` adds: each address it names, with the email as the source. */
+export const bounceSuppressions = (emailId: string, addresses: string[]): NewSuppression[] => addresses.map((email) => ({ email, origin: 'bounce', source_id: emailId }));
+
 /**
  * Within `tx`: suppresses every address not suppressed already. An address already on the list keeps
  * its first origin: the earliest reason is the one an operator needs to see.
