@@ -2,7 +2,8 @@
 // clients that never read while it is asked to stop, its PostgreSQL backends terminated, and the keys
 // command asked for help or given nonsense.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,6 +118,38 @@ describe.each(backends)('SIGTERM with keep-alive clients sending all along, on %
       await db.drop();
     }
   }, 60_000);
+});
+
+// server/server.ts replaces `closeIdleConnections` with a no-op so that `close()` leaves idle
+// keep-alive connections to its drain. That works only while Node's close() calls it by that name.
+describe("Node's http.Server.close()", () => {
+  it('closes idle keep-alive connections through closeIdleConnections, which an instance can replace', async () => {
+    const server = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const { port } = server.address() as AddressInfo;
+      const socket = await new Promise<Socket>((resolve, reject) => {
+        const req = request({ port, host: '127.0.0.1', agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(req.socket!));
+        });
+        req.on('error', reject).end();
+      });
+      let replacedCalled = false;
+      server.closeIdleConnections = () => {
+        replacedCalled = true;
+      };
+      server.close();
+      await sleep(200);
+      expect(replacedCalled).toBe(true);
+      // Not closed by close(): the idle connection is still open.
+      expect(socket.destroyed).toBe(false);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+    }
+  });
 });
 
 describe('SIGTERM to npm run worker while its relay holds a message', () => {
