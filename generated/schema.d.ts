@@ -1815,10 +1815,40 @@ export interface components {
             template?: components["schemas"]["TemplateUse"];
             /** @description When to send the email, for a single send (a batch refuses it). Without it, or with a time already past, it is queued at once. */
             scheduled_at?: components["schemas"]["ScheduledAt"];
+            /** @description Files sent with the email, for a single send (a batch refuses them). Together they count toward the body's size limit. */
+            attachments?: components["schemas"]["Attachment"][];
         };
-        /** @description One email of a batch, as `OutgoingEmail` has it; a batch goes out at once, so no email of it takes `scheduled_at`. */
+        /** @description One email of a batch, as `OutgoingEmail` has it; a batch goes out at once, so no email of it takes `scheduled_at`, and none carries `attachments`. */
         BatchEmail: components["schemas"]["OutgoingEmail"] & {
             scheduled_at?: never;
+            attachments?: never;
+        };
+        /**
+         * @description A file sent with the email, its content given in base64. With a `content_id` it is an inline
+         *     attachment, which the html shows where it refers to `cid:` and that id. A `path` to fetch the
+         *     file from is not supported: give its `content`.
+         */
+        Attachment: {
+            /**
+             * @description The file's bytes, in base64.
+             * @example SGVsbG8sIHdvcmxkIQ==
+             */
+            content: string;
+            /**
+             * @description The name the recipient sees. Without it, the attachment has no name.
+             * @example invoice-0042.pdf
+             */
+            filename?: string;
+            /**
+             * @description The media type; without it, derived from the filename's extension, else `application/octet-stream`.
+             * @example application/pdf
+             */
+            content_type?: string;
+            /**
+             * @description Makes the attachment inline, shown where the html refers to `cid:` and this id.
+             * @example logo
+             */
+            content_id?: string;
         };
         /** @description A name/value pair attached to an email. */
         Tag: {

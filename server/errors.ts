@@ -234,16 +234,16 @@ function wrongBranch(error: NonNullable<ValidatorError['errors']>[number], all: 
  */
 export function describeSchemaErrors(errors: ErrorObject[]): string {
   const field = (path: string, property?: string) => [...path.split('/').slice(1), ...(property ? [property] : [])].join('.');
+  const excluded = errors.find((e) => e.keyword === 'false schema');
+  const other = excluded && /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];
+  // A field the schema names only to refuse it, as a batch's email refuses `scheduled_at` and
+  // `attachments`: that is what is wrong, whatever the field holds.
+  if (excluded && !other) return `The field ${quoted(field(excluded.instancePath))} is not supported.`;
   const required = errors.find((e) => e.keyword === 'required');
   if (required) return `Missing \`${field(required.instancePath, required.params.missingProperty)}\` field.`;
   const extra = errors.find((e) => e.keyword === 'additionalProperties');
   if (extra) return `The field ${quoted(field(extra.instancePath, extra.params.additionalProperty))} is not supported.`;
-  const excluded = errors.find((e) => e.keyword === 'false schema');
-  if (excluded) {
-    const other = /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];
-    // Otherwise a field the schema names only to refuse it, as a batch's email refuses `scheduled_at`.
-    return other ? `The field \`${field(excluded.instancePath)}\` cannot be combined with \`${other}\`.` : `The field ${quoted(field(excluded.instancePath))} is not supported.`;
-  }
+  if (excluded) return `The field \`${field(excluded.instancePath)}\` cannot be combined with \`${other}\`.`;
   const union = errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf');
   if (union?.parentSchema?.description) return `The \`${field(union.instancePath)}\` must be ${lowerFirst(union.parentSchema.description)}`;
   const first = errors[0]!;

@@ -173,11 +173,12 @@ describe('the core limits are schema, not prose', () => {
     expect(item.additionalProperties).toBe(false);
   });
 
-  it('attachments are not part of an email; scheduled_at is part of a single one, not of a batch item', () => {
-    expect(item.properties.attachments).toBeUndefined();
+  it('attachments and scheduled_at are part of a single email, not of a batch item', () => {
     const email = { from: 'a@b.co', to: 'c@d.co', subject: 's', text: 't' };
-    expect(compile('/components/schemas/OutgoingEmail')({ ...email, scheduled_at: 'in 1 min' })).toBe(true);
+    const attachments = [{ filename: 'a.txt', content: 'aGk=' }];
+    expect(compile('/components/schemas/OutgoingEmail')({ ...email, scheduled_at: 'in 1 min', attachments })).toBe(true);
     expect(compile('/components/schemas/BatchEmail')({ ...email, scheduled_at: 'in 1 min' })).toBe(false);
+    expect(compile('/components/schemas/BatchEmail')({ ...email, attachments })).toBe(false);
     expect(compile('/components/schemas/BatchEmail')(email)).toBe(true);
     expect(operation('sendEmail').requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/OutgoingEmail');
   });

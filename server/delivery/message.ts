@@ -10,8 +10,8 @@
 import { createRequire } from 'node:module';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
-import type { EmailRecord } from '../store/emails.ts';
-import type { MessageFields } from './mime.ts';
+import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
+import type { MessageAttachment, MessageFields } from './mime.ts';
 
 /** A message to send: what it is built from (server/delivery/mime.ts), and who it goes to. */
 export interface OutgoingMessage extends MessageFields {
@@ -76,3 +76,7 @@ export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMe
 
 /** The VERP return path of an email: bounces to it name the email. */
 export const returnPath = (emailId: string, bounceDomain: string) => `bounces+${emailId}@${bounceDomain}`;
+
+/** An email's stored attachments, for its message. */
+export const toAttachments = (stored: EmailAttachment[]): MessageAttachment[] =>
+  stored.map((a) => ({ filename: a.filename, contentType: a.content_type, contentId: a.content_id, base64: a.content }));

@@ -23,7 +23,7 @@ import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
 import { refusal, suppresses, type Bounce } from './bounce.ts';
-import { toMessage, type OutgoingMessage } from './message.ts';
+import { toAttachments, toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
 import { bounced } from './report.ts';
 import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
@@ -130,6 +130,8 @@ export class DeliveryWorker {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
     }
+    // Read only now, for this email alone: attachments may be megabytes, and a claim holds many emails.
+    if (email.attachment_count > 0) message.attachments = toAttachments(await this.persist(email, () => this.store.emails.attachments(email.id), 'reading the attachments'));
     if (email.deferred_recipients !== null) message = onlyTo(message, JSON.parse(email.deferred_recipients));
     const kept = withoutSuppressed(message, suppressed);
     if ('withdraw' in kept) return this.suppress(email, kept.withdraw);

@@ -2,8 +2,9 @@
 // cannot state: templates (published, rendered, overridable defaults), required sender and subject,
 // exactly one mailbox per address string, custom header names unique regardless of letter case.
 // Returns the row, or a message saying what is wrong.
+import { lookup } from 'mime-types';
 import type { Schemas } from '../api.ts';
-import type { EmailRecord } from '../store/emails.ts';
+import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 import { timeOrderedId } from '../store/timeOrderedId.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
@@ -50,6 +51,9 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   }
   const repeated = repeatedHeader(item.headers);
   if (repeated) return repeated;
+  const inline = (item.attachments ?? []).flatMap((attachment) => (attachment.content_id === undefined ? [] : [attachment.content_id]));
+  const twice = inline.find((id, at) => inline.indexOf(id) !== at);
+  if (twice !== undefined) return `The \`content_id\` ${quoted(twice)} is given to more than one attachment: each inline attachment needs its own.`;
 
   const at = now.toISOString();
   return {
@@ -75,6 +79,18 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
     broadcast_id: null,
     contact_id: null,
   };
+}
+
+/** The attachments of a composed email as stored, each with its media type, given or derived from the filename. */
+export function attachmentsOf(emailId: string, given: OutgoingEmail['attachments']): EmailAttachment[] {
+  return (given ?? []).map((attachment, position) => ({
+    email_id: emailId,
+    position,
+    filename: attachment.filename ?? null,
+    content_type: attachment.content_type ?? ((attachment.filename && lookup(attachment.filename)) || 'application/octet-stream'),
+    content_id: attachment.content_id ?? null,
+    content: attachment.content,
+  }));
 }
 
 /** Header names are case-insensitive: `X-Ref` and `x-ref` would be one header given twice. */

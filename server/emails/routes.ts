@@ -7,12 +7,12 @@ import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
 import { ApiError, invalid, notFound, refusedEmail } from '../errors.ts';
-import type { EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
+import type { EmailAttachment, EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 import { cursorOf, listing } from '../paging.ts';
 import { sendTime } from '../schedule.ts';
-import { composeEmail, memoized } from './compose.ts';
+import { attachmentsOf, composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
 import type { Handlers } from '../operationRouter.ts';
@@ -22,9 +22,9 @@ const DEFAULT_PAGE = 20;
 
 export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handlers {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
-  async function accept<Body>(res: Response, records: EmailRecord[], body: Body): Promise<Body> {
+  async function accept<Body>(res: Response, records: EmailRecord[], body: Body, attachments?: EmailAttachment[]): Promise<Body> {
     const claim = res.locals.idempotency;
-    await store.acceptEmails(records, claim && { claim, status: 200, body }).catch((error) => {
+    await store.acceptEmails(records, claim && { claim, status: 200, body }, attachments).catch((error) => {
       throw error instanceof ClaimLostError ? concurrentRequest() : error; // another request took the key over
     });
     if (claim) claim.completed = true;
@@ -36,7 +36,7 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handl
     const scheduledAt = await sendTime(req.body.scheduled_at, now);
     const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), now, scheduledAt);
     if (typeof composed === 'string') throw refusedEmail(composed);
-    res.json(await accept(res, [composed], { id: composed.id }));
+    res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, req.body.attachments)));
   };
 
   const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {

@@ -212,6 +212,20 @@ export interface EmailTable {
   /** A broadcast's email: its content is the broadcast's, personalized for the contact at delivery. */
   broadcast_id: Generated<string | null>;
   contact_id: Generated<string | null>;
+  /** How many rows of email_attachments go with it: the outbox reads them only for an email that has some. */
+  attachment_count: Generated<number>;
+}
+
+/** A file sent with an email, as given: kept apart from the email's row, which the outbox rewrites with every attempt. */
+export interface EmailAttachmentTable {
+  email_id: string;
+  /** Its place among the email's attachments, from 0. */
+  position: number;
+  filename: string | null;
+  content_type: string;
+  content_id: string | null;
+  /** The file's bytes in base64, as the contract has them checked. */
+  content: string;
 }
 
 export interface CapturedMessageTable {
@@ -242,6 +256,7 @@ export interface Tables {
   broadcasts: BroadcastTable;
   templates: TemplateTable;
   emails: EmailTable;
+  email_attachments: EmailAttachmentTable;
   captured_messages: CapturedMessageTable;
   idempotency_records: IdempotencyRecordTable;
   segments: SegmentTable;

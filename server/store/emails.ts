@@ -7,16 +7,18 @@
 // recorded with its event (store/events.ts) in one transaction.
 import { randomUUID } from 'node:crypto';
 import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
-import { inIndexOrder, type DialectName, type EmailEvent, type EmailTable, type Tables } from './database.ts';
+import { inIndexOrder, type DialectName, type EmailAttachmentTable, type EmailEvent, type EmailTable, type Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared, preparedInsert } from './prepared.ts';
 import { bounceSuppressions, suppress } from './suppressions.ts';
 
-/** An email as stored; the lease token and the deferred recipients are the outbox's own business. */
-export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token' | 'deferred_recipients'>;
+/** An email as stored; the lease token, the deferred recipients and the attachment count are the outbox's own business. */
+export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token' | 'deferred_recipients' | 'attachment_count'>;
 /** An email a worker has claimed, with the token that lets it record the outcome. */
-export type ClaimedEmail = EmailRecord & { lease_token: string; deferred_recipients: string | null };
+export type ClaimedEmail = EmailRecord & { lease_token: string; deferred_recipients: string | null; attachment_count: number };
+/** A file sent with an email (see the contract's Attachment). */
+export type EmailAttachment = Selectable<EmailAttachmentTable>;
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
 /** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
 const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id'] as const;
@@ -66,9 +68,23 @@ export class EmailStore {
     );
   }
 
-  async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[]): Promise<void> {
-    // SQLite allows 32,766 bound values per statement; 100 emails of 18 columns stay well under.
-    await this.insertEmails(tx, records);
+  /** Inserts emails, and the attachments of any that have some. */
+  async insertMany(tx: Transaction<Tables> | Kysely<Tables>, records: EmailRecord[], attachments: EmailAttachment[] = []): Promise<void> {
+    if (attachments.length === 0) {
+      // SQLite allows 32,766 bound values per statement; 100 emails of 18 columns stay well under.
+      await this.insertEmails(tx, records);
+      return;
+    }
+    const counts = new Map<string, number>();
+    for (const { email_id } of attachments) counts.set(email_id, (counts.get(email_id) ?? 0) + 1);
+    await this.insertEmails(tx, records.map((record) => ({ ...record, attachment_count: counts.get(record.id) ?? 0 })));
+    // One statement each: an attachment's content may be megabytes.
+    for (const attachment of attachments) await tx.insertInto('email_attachments').values(attachment).execute();
+  }
+
+  /** The attachments of an email, in the order given. */
+  attachments(emailId: string): Promise<EmailAttachment[]> {
+    return this.db.selectFrom('email_attachments').selectAll().where('email_id', '=', emailId).orderBy('position').execute();
   }
 
   find(id: string): Promise<EmailRecord | undefined> {

@@ -4,7 +4,7 @@ import { ApiKeyStore } from './apiKeys.ts';
 import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
-import { EmailStore, type EmailRecord } from './emails.ts';
+import { EmailStore, type EmailAttachment, type EmailRecord } from './emails.ts';
 import { EventStore } from './events.ts';
 import { FanoutStore } from './fanout.ts';
 import { claimHolder } from './claimHolder.ts';
@@ -50,7 +50,7 @@ export interface Store {
    * Stores accepted emails in the outbox and, when the request carried an idempotency key, its response,
    * in one transaction: the response goes out only after both are committed.
    */
-  acceptEmails(records: EmailRecord[], idempotency?: { claim: HeldClaim; status: number; body: unknown }): Promise<void>;
+  acceptEmails(records: EmailRecord[], idempotency?: { claim: HeldClaim; status: number; body: unknown }, attachments?: EmailAttachment[]): Promise<void>;
   /** Answers when the database does; used by the health check. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -81,11 +81,11 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     suppressions: new SuppressionStore(database.db),
     webhooks: new WebhookStore(database.db, database.dialect),
     webhookDeliveries: new WebhookDeliveryStore(database.db, database.dialect),
-    acceptEmails: (records, record) =>
+    acceptEmails: (records, record, attachments) =>
       database.db.transaction().execute(async (tx) => {
         // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
         if (record) await idempotency.complete(tx, record.claim, record.status, record.body);
-        await emails.insertMany(tx, records);
+        await emails.insertMany(tx, records, attachments);
         // A scheduled email's wait is an event (its acceptance, `queued`, is its created_at: no row).
         await events.record(tx, records.flatMap((record) => (record.last_event === 'scheduled' ? [{ type: 'email.scheduled' as const, email_id: record.id, created_at: record.created_at }] : [])));
       }),

@@ -59,6 +59,30 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     }
   });
 
+  it('emails.send with attachments: a Buffer, a base64 string, an inline image', async () => {
+    const pdf = Buffer.from('%PDF-1.7 a tiny file');
+    const sent = await resend.emails.send({
+      ...email,
+      html: '<p>Hi <img src="cid:logo"></p>',
+      attachments: [
+        { filename: 'invoice.pdf', content: pdf },
+        { filename: 'notes.txt', content: Buffer.from('notes').toString('base64'), contentType: 'text/plain' },
+        { filename: 'logo.png', content: new Uint8Array([137, 80, 78, 71]), contentId: 'logo' },
+      ],
+    });
+    expect(sent).toMatchObject({ data: { id: uuid }, error: null });
+    const stored = await server.store.emails.attachments(sent.data!.id);
+    expect(stored.map((a) => [a.filename, a.content_type, a.content_id, Buffer.from(a.content, 'base64').toString('latin1')])).toEqual([
+      ['invoice.pdf', 'application/pdf', null, pdf.toString('latin1')],
+      ['notes.txt', 'text/plain', null, 'notes'],
+      ['logo.png', 'image/png', 'logo', '\x89PNG'],
+    ]);
+    // A file Resend would fetch from a URL is not fetched here: its content must be given.
+    const byPath = await resend.emails.send({ ...email, attachments: [{ filename: 'a.pdf', path: 'https://example.com/a.pdf' }] });
+    expect(byPath).toMatchObject({ data: null, error: { name: 'missing_required_field', statusCode: 422 } });
+    expect((await resend.batch.send([{ ...email, attachments: [{ filename: 'a.txt', content: 'aGk=' }] } as never])).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
+  });
+
   it('emails.send with scheduledAt, then emails.update and emails.cancel', async () => {
     const sent = await resend.emails.send({ ...email, subject: 'Scheduled', scheduledAt: 'in 1 hour' });
     expect(sent).toMatchObject({ data: { id: uuid }, error: null });

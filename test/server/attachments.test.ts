@@ -1,0 +1,150 @@
+// Attachments on a single send: stored apart from the email, read by the worker for that email alone,
+// and delivered as real MIME to a real SMTP server on 127.0.0.1, parsed with mailparser. Bad ones are
+// refused with the contract's error, and a batch refuses them by name.
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { smtpTransport } from '../../server/delivery/transport.ts';
+import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { backends } from '../support/backends.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+
+const quiet = pino({ level: 'silent' });
+
+describe.each(backends)('attachments on %s', (backend) => {
+  let server: TestServer;
+  let sink: SmtpSink;
+  let worker: DeliveryWorker;
+  beforeAll(async () => {
+    server = await startTestServer(backend);
+    sink = await startSmtpSink();
+    worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, idleMs: 10 });
+  });
+  afterAll(async () => {
+    await worker.stop();
+    await sink.close();
+    await server.close();
+  });
+
+  const post = (path: string, body: unknown) => server.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  /** Sends `body`, runs the worker once, and answers the message the sink received for it. */
+  const delivered = async (body: Record<string, unknown>) => {
+    const res = await post('/emails', { from: 'Acme <team@acme.dev>', to: 'ada@example.com', subject: 'Files', ...body });
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    const received = sink.received.length;
+    expect(await worker.runOnce()).toBe(1);
+    await sink.waitFor(received + 1);
+    const message = sink.received.find((r) => r.mail.messageId === `<${id}@acme.dev>`)!;
+    expect(message).toBeDefined();
+    return { id, message };
+  };
+
+  it('delivers files and inline images with their bytes, names and types, the body intact beside them', async () => {
+    const pdf = randomBytes(70_000);
+    const png = randomBytes(3_000);
+    const { id, message } = await delivered({
+      html: '<p>Your invoice, and our logo: <img src="cid:logo@acme"></p>',
+      attachments: [
+        { filename: 'invoice-0042.pdf', content: pdf.toString('base64') },
+        { filename: 'logo.png', content: png.toString('base64'), content_id: 'logo@acme' },
+        // A name that needs RFC 2231, and a type given rather than derived.
+        { filename: `Überweisung März ${'ü'.repeat(80)}.csv`, content: Buffer.from('a,b\n1,2\n').toString('base64'), content_type: 'text/csv' },
+        { content: Buffer.from('no name').toString('base64') },
+      ],
+    });
+    const { mail, raw } = message;
+    expect(raw).toMatch(/<img src=(3D)?"cid:logo@acme">/);
+    expect(mail.text).toMatch(/^Your invoice, and our logo:/);
+    expect(mail.attachments).toHaveLength(4);
+    const named = (start: string) => mail.attachments.find((a) => a.filename?.startsWith(start));
+    const [invoice, logo, csv, unnamed] = [named('invoice'), named('logo'), named('Über'), mail.attachments.find((a) => a.filename === undefined)];
+    expect(invoice!.filename).toBe('invoice-0042.pdf');
+    expect(invoice!.contentType).toBe('application/pdf');
+    expect(invoice!.contentDisposition).toBe('attachment');
+    expect(invoice!.content.equals(pdf)).toBe(true);
+    expect(logo!.filename).toBe('logo.png');
+    expect(logo!.contentType).toBe('image/png');
+    expect(logo!.cid).toBe('logo@acme');
+    expect(logo!.contentDisposition).toBe('inline');
+    expect(logo!.content.equals(png)).toBe(true);
+    expect(csv!.filename).toBe(`Überweisung März ${'ü'.repeat(80)}.csv`);
+    expect(csv!.contentType).toBe('text/csv');
+    expect(csv!.content.toString()).toBe('a,b\n1,2\n');
+    expect(unnamed!.filename).toBeUndefined();
+    expect(unnamed!.contentType).toBe('application/octet-stream');
+    expect(unnamed!.content.toString()).toBe('no name');
+    // The inline image is related to the body; the files are mixed in after both.
+    expect(raw).toMatch(/^Content-Type: multipart\/mixed;/m);
+    expect(raw).toMatch(/^Content-Type: multipart\/related;/m);
+    expect(raw).toMatch(/^Content-Type: multipart\/alternative;/m);
+    expect(raw.split('\r\n').every((line) => line.length <= 998)).toBe(true);
+    expect((await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id } } })).data?.last_event).toBe('sent');
+  });
+
+  it('keeps a text-only email with one file a two-part message', async () => {
+    const { message } = await delivered({ text: 'See the file.', attachments: [{ filename: 'notes.txt', content: Buffer.from('hello').toString('base64') }] });
+    expect(message.mail.text?.trim()).toBe('See the file.');
+    expect(message.mail.attachments.map((a) => [a.filename, a.contentType, a.content.toString()])).toEqual([['notes.txt', 'text/plain', 'hello']]);
+    expect(message.raw).not.toMatch(/multipart\/(related|alternative)/);
+  });
+
+  it('sends a scheduled email with its attachments when its time comes', async () => {
+    const res = await post('/emails', {
+      from: 'team@acme.dev',
+      to: 'later@example.com',
+      subject: 'Later',
+      text: 'Attached.',
+      scheduled_at: new Date(Date.now() + 1500).toISOString(),
+      attachments: [{ filename: 'later.txt', content: Buffer.from('later').toString('base64') }],
+    });
+    expect(res.status).toBe(200);
+    const { id } = (await res.json()) as { id: string };
+    expect(await worker.runOnce()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    const received = sink.received.length;
+    expect(await worker.runOnce()).toBe(1);
+    await sink.waitFor(received + 1);
+    const message = sink.received.find((r) => r.mail.messageId === `<${id}@acme.dev>`)!;
+    expect(message.mail.attachments.map((a) => a.content.toString())).toEqual(['later']);
+  });
+
+  it.each([
+    ['content that is not base64', [{ filename: 'a.txt', content: 'not base64!' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
+    ['base64 with line breaks', [{ filename: 'a.txt', content: 'aGVs\nbG8=' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
+    ['a filename with a line break', [{ filename: 'a\r\nContent-Type: text/html', content: 'aGk=' }], 'The `attachments.0.filename` must be a name with no control characters'],
+    ['a content type with parameters', [{ filename: 'a.txt', content: 'aGk=', content_type: 'text/plain; charset=utf-8' }], 'The `attachments.0.content_type` must be a media type'],
+    ['a content id in angle brackets', [{ content: 'aGk=', content_id: '<logo>' }], 'The `attachments.0.content_id` must be 1 to 100 letters'],
+    ['51 attachments', Array.from({ length: 51 }, () => ({ content: 'aGk=' })), '`attachments`'],
+    ['an attachment that is not an object', ['aGk='], 'The `attachments.0` must be an object'],
+  ])('refuses %s with a 422 naming the field', async (_case, attachments, message) => {
+    const res = await post('/emails', { from: 'team@acme.dev', to: 'ada@example.com', subject: 'Bad', text: 'x', attachments });
+    expect(res.status).toBe(422);
+    const error = (await res.json()) as { name: string; message: string };
+    expect(error.name).toBe('validation_error');
+    expect(error.message).toContain(message);
+  });
+
+  // A `path` to fetch the file from, as Resend takes, is not fetched: the content must be given.
+  it.each([
+    ['no content', [{ filename: 'a.txt' }]],
+    ['a path to fetch instead', [{ filename: 'a.txt', path: 'https://example.com/a.txt' }]],
+  ])('refuses an attachment with %s as a missing field', async (_case, attachments) => {
+    const res = await post('/emails', { from: 'team@acme.dev', to: 'ada@example.com', subject: 'Bad', text: 'x', attachments });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toMatchObject({ name: 'missing_required_field', message: 'Missing `attachments.0.content` field.' });
+  });
+
+  it('refuses two inline attachments with one content id', async () => {
+    const res = await post('/emails', { from: 'team@acme.dev', to: 'ada@example.com', subject: 'Bad', html: '<img src="cid:a">', attachments: [{ content: 'aGk=', content_id: 'a' }, { content: 'aGk=', content_id: 'a' }] });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { message: string }).message).toContain('`content_id` `a`');
+  });
+
+  it('refuses attachments in a batch by name, as before', async () => {
+    const res = await post('/emails/batch', [{ from: 'team@acme.dev', to: 'ada@example.com', subject: 'Batch', text: 'x', attachments: [{ filename: 'a.txt', content: 'aGk=' }] }]);
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { message: string }).message).toBe('emails[0]: The field `attachments` is not supported.');
+  });
+});
