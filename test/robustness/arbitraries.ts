@@ -15,6 +15,7 @@ const KNOWN = new Set([
   'minLength', 'maxLength', 'pattern', 'format', 'oneOf', 'anyOf', 'allOf', 'maxProperties', 'minProperties', 'uniqueItems',
   'propertyNames', 'patternProperties', 'dependentSchemas', 'minimum', 'maximum', 'default', 'description', 'examples', 'example',
   'x-pattern-meaning', // words for the refusal, no constraint
+  'contentEncoding', // an annotation: where it matters, a pattern states the form
 ]);
 
 /** How big "small" values get; boundary values ignore it. */
@@ -128,7 +129,10 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
     if (schema === false) throw new Error('no value matches a false schema');
     const cached = memo[mode].get(schema);
     if (cached) return cached;
-    const arb = fc.constant(null).chain(() => node(schema, mode)); // deferred: schemas may refer to each other
+    // Deferred, as schemas may refer to each other, and built once: building one (fast-check parsing a
+    // pattern into its arbitrary) can cost far more than drawing from it.
+    let built: Arb | undefined;
+    const arb = fc.constant(null).chain(() => (built ??= node(schema, mode)));
     memo[mode].set(schema, arb);
     return arb;
   }
