@@ -132,6 +132,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/emails/{email_id}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the attachments of an email
+         * @description Lists the files sent with an email, in the order they were given, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`, each with a link to download it.
+         */
+        get: operations["listEmailAttachments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/emails/{email_id}/attachments/{attachment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an attachment of an email
+         * @description Returns one file sent with an email, with a link to download it.
+         */
+        get: operations["getEmailAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attachments/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment
+         * @description Returns the bytes of a file sent with an email, from the `download_url` the API gave for it, until that link expires.
+         */
+        get: operations["downloadAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts": {
         parameters: {
             query?: never;
@@ -1850,6 +1910,50 @@ export interface components {
              */
             content_id?: string;
         };
+        /** @description A file sent with an email, as stored, with a link to download it. */
+        SentAttachment: {
+            /** @constant */
+            object: "attachment";
+            id: components["schemas"]["Uuid"];
+            /** @description The name the recipient sees, or null when it was sent without one. */
+            filename: string | null;
+            /** @description The file's size in bytes. */
+            size: number;
+            /** @description Its media type, as given or derived from the filename. */
+            content_type: string;
+            /**
+             * @description `inline` for an attachment with a `content_id`, shown in the html; else `attachment`.
+             * @enum {string}
+             */
+            content_disposition: "inline" | "attachment";
+            /** @description The id the html refers to as `cid:`, for an inline attachment only. */
+            content_id?: string;
+            /**
+             * Format: uri
+             * @description Where to download the file, without an API key, until `expires_at`.
+             */
+            download_url: string;
+            /**
+             * Format: date-time
+             * @description When `download_url` stops working, an hour after this answer; ask again for a new one.
+             */
+            expires_at: string;
+        };
+        /** @description A page of an email's attachments. */
+        SentAttachmentList: {
+            /** @constant */
+            object: "list";
+            has_more: boolean;
+            data: components["schemas"]["SentAttachment"][];
+        };
+        /**
+         * @description Names an attachment and when its link expires, signed by the server; one that was not made by the
+         *     server, was changed, or has expired, is not found.
+         * @example AaIYeaHzdjCNjiYNcf_pLwGiGHmh83YwjY4mDXH-6S9nQn6AG-rRtVQNQ8RdTUIlAE4Q2A0lFJ7vRTGqG1JpDe6LT3mM6zo
+         */
+        AttachmentToken: string;
+        /** @description The file's bytes, as they were sent. */
+        AttachmentBytes: string;
         /** @description A name/value pair attached to an email. */
         Tag: {
             /**
@@ -3317,6 +3421,27 @@ export interface components {
             };
             content?: never;
         };
+        /** @description No email has this id, or it has no attachment with this id. */
+        AttachmentNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The link was not made by this server, was changed, has expired, or names an attachment that no longer exists. */
+        AttachmentLinkNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No email has this id, or its message was not delivered to the capture store. */
         RawMessageNotFound: {
             headers: {
@@ -3451,6 +3576,16 @@ export interface components {
         PageAfter: components["schemas"]["Uuid"];
         /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
         PageBefore: components["schemas"]["Uuid"];
+        /**
+         * @description The attachment's id.
+         * @example 01a21879-a1f3-7630-8d8e-260d71ffe92f
+         */
+        AttachmentIdPath: components["schemas"]["Uuid"];
+        /**
+         * @description The token of an attachment's download link, as `download_url` gives it.
+         * @example AaIYeaHzdjCNjiYNcf_pLwGiGHmh83YwjY4mDXH-6S9nQn6AG-rRtVQNQ8RdTUIlAE4Q2A0lFJ7vRTGqG1JpDe6LT3mM6zo
+         */
+        AttachmentTokenPath: components["schemas"]["AttachmentToken"];
         /**
          * @description The broadcast's id.
          * @example 559ac32e-9ef5-46fb-82a1-b76b840c0f7b
@@ -3893,6 +4028,130 @@ export interface operations {
             404: components["responses"]["RawMessageNotFound"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listEmailAttachments: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the email's attachments, in the order given; `has_more` tells whether more lie beyond it in the direction of travel. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentAttachmentList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["EmailNotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getEmailAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The email's id, as returned when it was sent.
+                 * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
+                 */
+                email_id: components["parameters"]["EmailIdPath"];
+                /**
+                 * @description The attachment's id.
+                 * @example 01a21879-a1f3-7630-8d8e-260d71ffe92f
+                 */
+                attachment_id: components["parameters"]["AttachmentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attachment, with a `download_url` that works without an API key until `expires_at`. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentAttachment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["AttachmentNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    downloadAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The token of an attachment's download link, as `download_url` gives it.
+                 * @example AaIYeaHzdjCNjiYNcf_pLwGiGHmh83YwjY4mDXH-6S9nQn6AG-rRtVQNQ8RdTUIlAE4Q2A0lFJ7vRTGqG1JpDe6LT3mM6zo
+                 */
+                token: components["parameters"]["AttachmentTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description The file's bytes, always as `application/octet-stream` and to be saved rather than shown
+             *     (`Content-Disposition: attachment`, with its filename): its media type is the attachment's
+             *     `content_type`.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": components["schemas"]["AttachmentBytes"];
+                };
+            };
+            404: components["responses"]["AttachmentLinkNotFound"];
+            422: components["responses"]["UnprocessableEntity"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["UnexpectedError"];

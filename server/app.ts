@@ -48,6 +48,8 @@ import { templateHandlers } from './templates/routes.ts';
 import { topicHandlers } from './topics/routes.ts';
 import type { Store } from './store/index.ts';
 import { formBounds, unsubscribeForm, unsubscribeHandlers } from './unsubscribe/routes.ts';
+import { attachmentHandlers } from './emails/attachmentRoutes.ts';
+import type { AttachmentLinks } from './emails/attachmentLinks.ts';
 import { webhookHandlers } from './webhooks/routes.ts';
 
 export interface AppOptions {
@@ -57,11 +59,13 @@ export interface AppOptions {
   config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks'>;
   /** What unsubscribe links are made and checked with. */
   links: UnsubscribeLinks;
+  /** What attachment download links are made and checked with. */
+  attachmentLinks: AttachmentLinks;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
 
-export function createApp({ spec, store, logger, config, links, extraRoutes }: AppOptions): Express {
+export function createApp({ spec, store, logger, config, links, attachmentLinks, extraRoutes }: AppOptions): Express {
   const compile = schemaCompiler(spec);
   const app = express();
   app.disable('x-powered-by');
@@ -104,6 +108,7 @@ export function createApp({ spec, store, logger, config, links, extraRoutes }: A
       ...audienceHandlers(store, contacts, memberList(store, streamContacts)),
       ...broadcastHandlers(store),
       ...emailHandlers(store, new BroadcastMail(store, links)),
+      ...attachmentHandlers(store, attachmentLinks),
       ...templateHandlers(store),
       ...suppressionHandlers(store),
       ...unsubscribeHandlers(spec, store, links.tokens),
@@ -168,5 +173,5 @@ function requestLog(logger: Logger): RequestHandler {
   };
 }
 
-/** An unsubscribe link's token unsubscribes whoever holds it: logs keep the path, not the token. */
-const withoutToken = (url: string) => url.replace(/^\/unsubscribe\/[^/?#]+/, '/unsubscribe/…');
+/** An unsubscribe or download link's token works for whoever holds it: logs keep the path, not the token. */
+const withoutToken = (url: string) => url.replace(/^\/(unsubscribe|attachments)\/[^/?#]+/, '/$1/…');

@@ -6,7 +6,8 @@ import { pino, type Logger } from 'pino';
 import { ensureKey } from './apiKeys/key.ts';
 import { createApp } from './app.ts';
 import type { UnsubscribeLinks } from './broadcasts/mail.ts';
-import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
+import { defaultPublicUrl, linkSecret, UnsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
+import { AttachmentLinks } from './emails/attachmentLinks.ts';
 import { answerClientErrors, answerConnect, answerExpectations, checkingRequestHead } from './clientErrors.ts';
 import { warnOfPlainHttp, type Config } from './config.ts';
 import { storeFailure } from './storeFailure.ts';
@@ -52,8 +53,10 @@ export async function startServer(
     const createdKey = await ensureKey(store, config.apiKey);
     // Known once the server listens, when PORT=0 let the system choose; no request is served before.
     let publicUrl = config.publicUrl ?? '';
-    const links: UnsubscribeLinks = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
-    const app = createApp({ spec, store, logger, config, links, extraRoutes: options.extraRoutes });
+    const secret = await linkSecret(store, config.unsubscribeSecret);
+    const links: UnsubscribeLinks = { tokens: new UnsubscribeTokens(secret), publicUrl: () => publicUrl };
+    const attachmentLinks = new AttachmentLinks(secret, () => publicUrl);
+    const app = createApp({ spec, store, logger, config, links, attachmentLinks, extraRoutes: options.extraRoutes });
     const server = await listen(app, config);
     const drain = draining(server, config);
     const { port } = server.address() as AddressInfo;

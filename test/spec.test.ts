@@ -79,7 +79,7 @@ describe('operations', () => {
     expect(spec.paths['/broadcasts/{broadcast_id}']?.get).toMatchObject({ operationId: 'getBroadcast' });
   });
 
-  it('requires a full_access key everywhere but the sends, which a sending_access key may call, the health check and the unsubscribe pages', () => {
+  it('requires a full_access key everywhere but the sends, which a sending_access key may call, the health check, the unsubscribe pages and attachment downloads', () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(spec.security).toEqual([{ bearerAuth: ['full_access'] }]);
     const own = Object.fromEntries(operations.filter(({ op }) => op.security !== undefined).map(({ op }) => [op.operationId, op.security]));
@@ -89,6 +89,7 @@ describe('operations', () => {
       getHealth: [],
       getUnsubscribePage: [],
       unsubscribeOneClick: [],
+      downloadAttachment: [],
     });
   });
 

@@ -61,22 +61,24 @@ export function defaultPublicUrl(host: string, port: number): string {
 }
 
 /**
- * The signing secret: UNSUBSCRIBE_SECRET when set, else one generated once and kept in the store.
+ * The secret the server's links are signed with (unsubscribe links, and attachment downloads in a
+ * context of their own): UNSUBSCRIBE_SECRET when set, else one generated once and kept in the store.
  * Insert-if-absent, then read: processes starting together on one database all end up with the
  * first one written, and a restart keeps it, so old links keep working.
  */
-export async function unsubscribeTokens(store: Store, configured: string | undefined): Promise<UnsubscribeTokens> {
-  if (configured !== undefined) return new UnsubscribeTokens(Buffer.from(configured, 'utf8'));
-  const kept = await store.settings.keep(SECRET_SETTING, randomBytes(32).toString('base64url'));
-  return new UnsubscribeTokens(Buffer.from(kept, 'base64url'));
+export async function linkSecret(store: Store, configured: string | undefined): Promise<Buffer> {
+  if (configured !== undefined) return Buffer.from(configured, 'utf8');
+  return Buffer.from(await store.settings.keep(SECRET_SETTING, randomBytes(32).toString('base64url')), 'base64url');
 }
 
-function uuidBytes(id: string): Buffer {
+export const unsubscribeTokens = async (store: Store, configured: string | undefined): Promise<UnsubscribeTokens> => new UnsubscribeTokens(await linkSecret(store, configured));
+
+export function uuidBytes(id: string): Buffer {
   if (!UUID_FORM.test(id)) throw new Error(`not a UUID: ${id}`);
   return Buffer.from(id.replaceAll('-', ''), 'hex');
 }
 
-function uuidText(bytes: Buffer): string {
+export function uuidText(bytes: Buffer): string {
   const hex = bytes.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -84,11 +84,14 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
 /** The attachments of a composed email as stored, each with its media type, given or derived from the filename. */
 export function attachmentsOf(emailId: string, given: OutgoingEmail['attachments']): EmailAttachment[] {
   return (given ?? []).map((attachment, position) => ({
+    id: timeOrderedId(),
     email_id: emailId,
     position,
     filename: attachment.filename ?? null,
     content_type: attachment.content_type ?? ((attachment.filename && lookup(attachment.filename)) || 'application/octet-stream'),
     content_id: attachment.content_id ?? null,
+    // The contract holds the content to padded base64: four characters per three bytes, less the padding.
+    size: (attachment.content.length / 4) * 3 - (attachment.content.endsWith('==') ? 2 : attachment.content.endsWith('=') ? 1 : 0),
     content: attachment.content,
   }));
 }

@@ -218,12 +218,15 @@ export interface EmailTable {
 
 /** A file sent with an email, as given: kept apart from the email's row, which the outbox rewrites with every attempt. */
 export interface EmailAttachmentTable {
+  id: string;
   email_id: string;
   /** Its place among the email's attachments, from 0. */
   position: number;
   filename: string | null;
   content_type: string;
   content_id: string | null;
+  /** The file's size in bytes. */
+  size: number;
   /** The file's bytes in base64, as the contract has them checked. */
   content: string;
 }

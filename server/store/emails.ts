@@ -19,6 +19,9 @@ export type EmailRecord = Omit<Selectable<EmailTable>, 'lease_token' | 'deferred
 export type ClaimedEmail = EmailRecord & { lease_token: string; deferred_recipients: string | null; attachment_count: number };
 /** A file sent with an email (see the contract's Attachment). */
 export type EmailAttachment = Selectable<EmailAttachmentTable>;
+const LISTED_ATTACHMENT = ['id', 'email_id', 'position', 'filename', 'content_type', 'content_id', 'size'] as const;
+/** An attachment without its content. */
+export type ListedAttachment = Pick<EmailAttachment, (typeof LISTED_ATTACHMENT)[number]>;
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
 /** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
 const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id'] as const;
@@ -85,6 +88,16 @@ export class EmailStore {
   /** The attachments of an email, in the order given. */
   attachments(emailId: string): Promise<EmailAttachment[]> {
     return this.db.selectFrom('email_attachments').selectAll().where('email_id', '=', emailId).orderBy('position').execute();
+  }
+
+  /** What an email's attachments are, in the order given, without their content. */
+  attachmentsListed(emailId: string): Promise<ListedAttachment[]> {
+    return this.db.selectFrom('email_attachments').select(LISTED_ATTACHMENT).where('email_id', '=', emailId).orderBy('position').execute();
+  }
+
+  /** One attachment of an email, content and all. */
+  attachment(emailId: string, attachmentId: string): Promise<EmailAttachment | undefined> {
+    return this.db.selectFrom('email_attachments').selectAll().where('email_id', '=', emailId).where('id', '=', attachmentId).executeTakeFirst();
   }
 
   find(id: string): Promise<EmailRecord | undefined> {

@@ -359,11 +359,13 @@ function migrations(dialect: DialectName): Record<string, Migration> {
           await db.schema.alterTable('emails').addColumn('attachment_count', 'integer', (c) => c.notNull().defaultTo(0)).execute();
           await db.schema
             .createTable('email_attachments')
+            .addColumn('id', 'text', (c) => c.notNull())
             .addColumn('email_id', 'text', (c) => c.notNull())
             .addColumn('position', 'integer', (c) => c.notNull())
             .addColumn('filename', 'text')
             .addColumn('content_type', 'text', (c) => c.notNull())
             .addColumn('content_id', 'text')
+            .addColumn('size', 'integer', (c) => c.notNull())
             .addColumn('content', 'text', (c) => c.notNull())
             .addPrimaryKeyConstraint('email_attachments_pkey', ['email_id', 'position'])
             .execute();

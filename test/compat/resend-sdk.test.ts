@@ -59,7 +59,7 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     }
   });
 
-  it('emails.send with attachments: a Buffer, a base64 string, an inline image', async () => {
+  it('emails.send with attachments (a Buffer, a base64 string, an inline image), then emails.attachments.list and get', async () => {
     const pdf = Buffer.from('%PDF-1.7 a tiny file');
     const sent = await resend.emails.send({
       ...email,
@@ -77,6 +77,18 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
       ['notes.txt', 'text/plain', null, 'notes'],
       ['logo.png', 'image/png', 'logo', '\x89PNG'],
     ]);
+    const listed = await resend.emails.attachments.list({ emailId: sent.data!.id });
+    expect(listed.error).toBeNull();
+    expect(listed.data?.data.map((a) => [a.filename, a.size, a.content_disposition])).toEqual([
+      ['invoice.pdf', pdf.length, 'attachment'],
+      ['notes.txt', 5, 'attachment'],
+      ['logo.png', 4, 'inline'],
+    ]);
+    const logo = await resend.emails.attachments.get({ emailId: sent.data!.id, id: listed.data!.data[2]!.id });
+    expect(logo).toMatchObject({ data: { object: 'attachment', content_id: 'logo', content_type: 'image/png' }, error: null });
+    const downloaded = Buffer.from(await (await fetch(listed.data!.data[0]!.download_url)).arrayBuffer());
+    expect(downloaded.equals(pdf)).toBe(true);
+    expect((await resend.emails.attachments.list({ emailId: sent.data!.id, limit: 1 })).data).toMatchObject({ has_more: true, data: [{ filename: 'invoice.pdf' }] });
     // A file Resend would fetch from a URL is not fetched here: its content must be given.
     const byPath = await resend.emails.send({ ...email, attachments: [{ filename: 'a.pdf', path: 'https://example.com/a.pdf' }] });
     expect(byPath).toMatchObject({ data: null, error: { name: 'missing_required_field', statusCode: 422 } });

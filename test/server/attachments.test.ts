@@ -110,6 +110,66 @@ describe.each(backends)('attachments on %s', (backend) => {
     expect(message.mail.attachments.map((a) => a.content.toString())).toEqual(['later']);
   });
 
+  it('lists and retrieves what was sent, each with a link that downloads its bytes without an API key', async () => {
+    const pdf = randomBytes(5_000);
+    const res = await post('/emails', {
+      from: 'team@acme.dev',
+      to: 'ada@example.com',
+      subject: 'Listed',
+      html: '<img src="cid:logo">',
+      attachments: [
+        { filename: 'Résumé "final".pdf', content: pdf.toString('base64') },
+        { content: 'aGk=', content_id: 'logo', content_type: 'image/png' },
+        { filename: 'c.txt', content: 'Yw==' },
+      ],
+    });
+    const { id } = (await res.json()) as { id: string };
+    const listed = await server.request(`/emails/${id}/attachments`);
+    expect(listed.status).toBe(200);
+    const list = (await listed.json()) as { has_more: boolean; data: Record<string, any>[] };
+    expect(list.has_more).toBe(false);
+    expect(list.data.map((a) => [a.filename, a.size, a.content_type, a.content_disposition, a.content_id])).toEqual([
+      ['Résumé "final".pdf', 5_000, 'application/pdf', 'attachment', undefined],
+      [null, 2, 'image/png', 'inline', 'logo'],
+      ['c.txt', 1, 'text/plain', 'attachment', undefined],
+    ]);
+    const [first, second, third] = list.data as [Record<string, any>, Record<string, any>, Record<string, any>];
+    expect(Date.parse(first.expires_at) - Date.now()).toBeGreaterThan(3_500_000);
+
+    const download = await fetch(first.download_url);
+    expect(download.status).toBe(200);
+    expect(Buffer.from(await download.arrayBuffer()).equals(pdf)).toBe(true);
+    expect(download.headers.get('content-type')).toBe('application/octet-stream');
+    expect(download.headers.get('content-disposition')).toContain("filename*=UTF-8''R%C3%A9sum%C3%A9%20%22final%22.pdf");
+    expect(download.headers.get('x-content-type-options')).toBe('nosniff');
+
+    const got = await server.request(`/emails/${id}/attachments/${second.id}`);
+    expect(await got.json()).toMatchObject({ object: 'attachment', id: second.id, content_id: 'logo', size: 2 });
+    expect(Buffer.from(await (await fetch(second.download_url)).arrayBuffer()).toString()).toBe('hi');
+
+    // Pages in the order given, as every list pages.
+    const page = async (query: string) => (await (await server.request(`/emails/${id}/attachments?${query}`)).json()) as { has_more: boolean; data: { id: string }[] };
+    expect(await page('limit=2')).toMatchObject({ has_more: true, data: [{ id: first.id }, { id: second.id }] });
+    expect(await page(`limit=2&after=${second.id}`)).toMatchObject({ has_more: false, data: [{ id: third.id }] });
+    expect(await page(`limit=1&before=${third.id}`)).toMatchObject({ has_more: true, data: [{ id: second.id }] });
+    const unknown = await server.request(`/emails/${id}/attachments?after=${id}`);
+    expect(unknown.status).toBe(422);
+    expect(await unknown.json()).toMatchObject({ message: 'The `after` attachment does not exist.' });
+
+    // Another email's attachment, another email, a changed link, a made-up one.
+    const other = (await (await post('/emails', { from: 'team@acme.dev', to: 'b@example.com', subject: 'x', text: 'x' })).json()) as { id: string };
+    expect((await server.request(`/emails/${other.id}/attachments/${first.id}`)).status).toBe(404);
+    expect(await (await server.request(`/emails/${other.id}/attachments`)).json()).toMatchObject({ has_more: false, data: [] });
+    expect((await server.request(`/emails/01a21879-a1f3-7630-8d8e-260d71ffe92f/attachments`)).status).toBe(404);
+    const token = String(first.download_url).split('/').pop()!;
+    const changed = token.slice(0, 10) + (token[10] === 'A' ? 'B' : 'A') + token.slice(11);
+    for (const url of [`${server.url}/attachments/${changed}`, `${server.url}/attachments/${token}x`, `${server.url}/attachments/nope`]) {
+      const refused = await fetch(url);
+      expect(refused.status).toBe(404);
+      expect(await refused.json()).toMatchObject({ name: 'not_found' });
+    }
+  });
+
   it.each([
     ['content that is not base64', [{ filename: 'a.txt', content: 'not base64!' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
     ['base64 with line breaks', [{ filename: 'a.txt', content: 'aGVs\nbG8=' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
