@@ -1,5 +1,5 @@
 // The email log, newest first, filtered by status; and one email: its facts, its events as a
-// timeline, its message (HTML only in a sandboxed frame), and in capture mode its raw MIME.
+// timeline, its message (HTML only in a sandboxed frame), its attachments, and in capture mode its raw MIME.
 import { useEffect, useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
@@ -115,6 +115,7 @@ function EmailPage({ id }: Record<string, string>) {
   const client = useClient();
   const email = useLoad(() => client.emails.get(id!), [id]);
   const events = useLoad(() => client.GET('/emails/{email_id}/events', { params: { path: { email_id: id! } } }), [id]);
+  const attachments = useLoad(() => client.GET('/emails/{email_id}/attachments', { params: { path: { email_id: id! } } }), [id]);
   const raw = useRawMessage(id!);
   const headers = raw ? raw.slice(0, raw.search(/\r?\n\r?\n/) >>> 0) : null;
   const e = email.data;
@@ -205,6 +206,24 @@ function EmailPage({ id }: Record<string, string>) {
                 </>
               )}
             </section>
+            {!!attachments.data?.data.length && (
+              <section class="panel" aria-labelledby="attachments">
+                <h2 id="attachments">Attachments</h2>
+                <ul class="attachments">
+                  {attachments.data.data.map((a) => (
+                    <li key={a.id}>
+                      <a href={a.download_url} download={a.filename ?? ''}>
+                        {a.filename ?? '(no name)'}
+                      </a>{' '}
+                      <span class="field-hint">
+                        {a.content_type}, {byteSize(a.size)}
+                        {a.content_id !== undefined && `, shown in the message as cid:${a.content_id}`}
+                      </span>
+                    </li>
+                  ))}
+                </ul>
+              </section>
+            )}
             {raw && (
               <section class="panel" aria-labelledby="raw">
                 <h2 id="raw">Raw message</h2>
@@ -217,6 +236,9 @@ function EmailPage({ id }: Record<string, string>) {
     </>
   );
 }
+
+/** A size for people: bytes, KB or MB (of 1,000 and 1,000,000 bytes). */
+const byteSize = (bytes: number) => (bytes < 1000 ? `${bytes} bytes` : bytes < 1_000_000 ? `${(bytes / 1000).toFixed(1)} KB` : `${(bytes / 1_000_000).toFixed(1)} MB`);
 
 export const emailRoutes: Route[] = [
   { path: '/emails', page: EmailLog },

@@ -3,7 +3,7 @@
 // topic and put the contact in the segment; write a broadcast in the dashboard and read it back with
 // the official `resend` SDK; send it and follow its emails in the log to their events; open an email
 // whose HTML carries scripts and prove none ran; create an API key and revoke it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -166,6 +166,23 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
     await control.waitForFunction(() => (window as unknown as { heard: unknown[] }).heard.length >= 2);
     expect(await control.evaluate(() => (window as unknown as { heard: unknown[] }).heard)).toEqual(expect.arrayContaining(['script ran', 'handler ran']));
     await control.close();
+  });
+
+  it("lists an email's attachments, and a click saves the file rather than showing it, even an HTML one", async () => {
+    const page_ = '<html><body><script>document.title = "pwned"</script>an attachment</body></html>';
+    const body = { from: 'a@acme.dev', to: 'ada@example.com', subject: 'With files', html: '<p>See <img src="cid:logo"></p>', attachments: [{ filename: 'notes.html', content: Buffer.from(page_).toString('base64') }, { filename: 'logo.png', content: 'iVBORw0KGgo=', content_id: 'logo' }] };
+    const sent = (await (await api('/emails', { method: 'POST', body: JSON.stringify(body) })).json()) as { id: string };
+    await go(`/emails/${sent.id}`);
+    await page.getByRole('heading', { name: 'Attachments' }).waitFor();
+    expect(await page.locator('ul.attachments li').allTextContents()).toEqual([`notes.html text/html, ${Buffer.byteLength(page_)} bytes`, 'logo.png image/png, 8 bytes, shown in the message as cid:logo']);
+    const downloading = page.waitForEvent('download');
+    await page.getByRole('link', { name: 'notes.html' }).click();
+    const download = await downloading;
+    expect(download.suggestedFilename()).toBe('notes.html');
+    const saved = await download.path();
+    expect(readFileSync(saved, 'utf8')).toBe(page_);
+    expect(await page.title()).not.toBe('pwned');
+    expect(page.url()).toContain(`/dashboard/emails/${sent.id}`);
   });
 
   it('creates an API key, shows its token once, and revokes it', async () => {
