@@ -1,8 +1,8 @@
 // Turns one email of a send request into the row the outbox keeps, applying the rules the schema
 // cannot state: templates (published, rendered, overridable defaults), required sender and subject,
-// exactly one mailbox per address string, custom header names unique regardless of letter case.
-// Returns the row, or a message saying what is wrong.
-import { lookup } from 'mime-types';
+// exactly one mailbox per address string, custom header names unique regardless of letter case,
+// each inline attachment's content id its own. Returns the row, or a message saying what is wrong.
+import { createRequire } from 'node:module';
 import type { Schemas } from '../api.ts';
 import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
 import type { TemplateRecord } from '../store/templates.ts';
@@ -81,6 +81,11 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   };
 }
 
+// Loaded at the first attachment without a media type: its table of types costs an idle server 3 MB.
+let lookup: ((filename: string) => string | false) | undefined;
+const mediaTypeOf = (filename: string | undefined) =>
+  (filename && (lookup ??= (createRequire(import.meta.url)('mime-types') as typeof import('mime-types')).lookup)(filename)) || 'application/octet-stream';
+
 /** The attachments of a composed email as stored, each with its media type, given or derived from the filename. */
 export function attachmentsOf(emailId: string, given: OutgoingEmail['attachments']): EmailAttachment[] {
   return (given ?? []).map((attachment, position) => ({
@@ -88,7 +93,7 @@ export function attachmentsOf(emailId: string, given: OutgoingEmail['attachments
     email_id: emailId,
     position,
     filename: attachment.filename ?? null,
-    content_type: attachment.content_type ?? ((attachment.filename && lookup(attachment.filename)) || 'application/octet-stream'),
+    content_type: attachment.content_type ?? mediaTypeOf(attachment.filename),
     content_id: attachment.content_id ?? null,
     // The contract holds the content to padded base64: four characters per three bytes, less the padding.
     size: (attachment.content.length / 4) * 3 - (attachment.content.endsWith('==') ? 2 : attachment.content.endsWith('=') ? 1 : 0),
