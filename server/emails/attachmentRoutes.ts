@@ -37,7 +37,7 @@ export function attachmentHandlers(store: Store, links: AttachmentLinks): Handle
   };
 
   const getEmailAttachment: OperationHandler<'getEmailAttachment'> = async (req, res) => {
-    const attachment = await store.emails.attachment(req.params.email_id, req.params.attachment_id);
+    const [attachment] = await store.emails.attachmentsListed(req.params.email_id, req.params.attachment_id);
     if (!attachment) throw notFound('Attachment');
     res.json(toSentAttachment(attachment, new Date()));
   };

@@ -90,9 +90,10 @@ export class EmailStore {
     return this.db.selectFrom('email_attachments').selectAll().where('email_id', '=', emailId).orderBy('position').execute();
   }
 
-  /** What an email's attachments are, in the order given, without their content. */
-  attachmentsListed(emailId: string): Promise<ListedAttachment[]> {
-    return this.db.selectFrom('email_attachments').select(LISTED_ATTACHMENT).where('email_id', '=', emailId).orderBy('position').execute();
+  /** What an email's attachments are (or the one with `attachmentId`), in the order given, without their content. */
+  attachmentsListed(emailId: string, attachmentId?: string): Promise<ListedAttachment[]> {
+    const query = this.db.selectFrom('email_attachments').select(LISTED_ATTACHMENT).where('email_id', '=', emailId);
+    return (attachmentId === undefined ? query : query.where('id', '=', attachmentId)).orderBy('position').execute();
   }
 
   /** One attachment of an email, content and all. */
