@@ -95,9 +95,7 @@ function attachmentPart(attachment: MessageAttachment): string {
     [attachment.contentId === null ? 'Content-Disposition: attachment' : 'Content-Disposition: inline', ...filename].join(';\r\n '),
     ...(attachment.contentId === null ? [] : [`Content-ID: <${attachment.contentId}>`]),
   ];
-  const content: string[] = [];
-  for (let i = 0; i < attachment.base64.length; i += LINE) content.push(attachment.base64.slice(i, i + LINE));
-  return `${lines.join('\r\n')}\r\n\r\n${content.join('\r\n')}`;
+  return `${lines.join('\r\n')}\r\n\r\n${base64Lines(attachment.base64)}`;
 }
 
 /** RFC 2231's attribute characters: any other byte of a value is written %XX. */
@@ -129,7 +127,7 @@ function part(type: string, content: string): string {
   const bytes = Buffer.from(content.replace(/\r\n?/g, '\n'), 'utf8');
   const encoding = transferEncoding(bytes);
   const encoded =
-    encoding === '7bit' ? bytes.toString('latin1').replaceAll('\n', '\r\n') : encoding === 'base64' ? base64Lines(bytes) : quotedPrintable(bytes);
+    encoding === '7bit' ? bytes.toString('latin1').replaceAll('\n', '\r\n') : encoding === 'base64' ? base64Lines(bytes.toString('base64')) : quotedPrintable(bytes);
   return `Content-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: ${encoding}\r\n\r\n${encoded}`;
 }
 
@@ -200,8 +198,8 @@ function quotedPrintable(bytes: Buffer): string {
   return out.toString('latin1', 0, at);
 }
 
-function base64Lines(bytes: Buffer): string {
-  const encoded = bytes.toString('base64');
+/** Base64 text cut into lines of 76 characters. */
+function base64Lines(encoded: string): string {
   const lines: string[] = [];
   for (let i = 0; i < encoded.length; i += LINE) lines.push(encoded.slice(i, i + LINE));
   return lines.join('\r\n');
