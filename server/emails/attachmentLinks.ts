@@ -3,15 +3,10 @@
 // and when the link expires, with an HMAC-SHA256 of all three under the server's link secret (the one
 // unsubscribe links use, in a context of its own). Changing any byte, or waiting past the time, makes
 // it fail; nothing is stored per link.
-import { createHmac, timingSafeEqual } from 'node:crypto';
-import { uuidBytes, uuidText } from '../broadcasts/unsubscribeToken.ts';
+import { LinkTokens, uuidBytes, uuidText } from '../linkToken.ts';
 
 /** How long a link works: an hour, as a signed URL of Resend's storage does; asking again gives a new one. */
 export const DOWNLOAD_LINK_MS = 3600_000;
-
-const MAC_BYTES = 32;
-const PAYLOAD_BYTES = 16 + 16 + 4;
-const CONTEXT = Buffer.from('mailroom attachment download v1\0');
 
 export interface AttachmentLink {
   url: string;
@@ -19,11 +14,15 @@ export interface AttachmentLink {
 }
 
 export class AttachmentLinks {
+  private readonly tokens: LinkTokens;
+
   constructor(
-    private readonly secret: Buffer,
+    secret: Buffer,
     /** Read when a link is made: a server on port 0 learns its own URL only once it listens. */
     private readonly publicUrl: () => string,
-  ) {}
+  ) {
+    this.tokens = new LinkTokens(secret, 'mailroom attachment download v1', 16 + 16 + 4);
+  }
 
   linkTo(emailId: string, attachmentId: string, now: Date): AttachmentLink {
     // Whole seconds, as the token holds them.
@@ -31,23 +30,13 @@ export class AttachmentLinks {
     const seconds = Buffer.alloc(4);
     seconds.writeUInt32BE(expires);
     const payload = Buffer.concat([uuidBytes(emailId), uuidBytes(attachmentId), seconds]);
-    const token = Buffer.concat([payload, this.mac(payload)]).toString('base64url');
-    return { url: `${this.publicUrl()}/attachments/${token}`, expiresAt: new Date(expires * 1000) };
+    return { url: `${this.publicUrl()}/attachments/${this.tokens.seal(payload)}`, expiresAt: new Date(expires * 1000) };
   }
 
   /** The attachment the token names, or undefined if this secret did not sign it or it has expired. */
   verify(token: string, now: Date): { emailId: string; attachmentId: string } | undefined {
-    if (!/^[A-Za-z0-9_-]+$/.test(token)) return undefined;
-    const bytes = Buffer.from(token, 'base64url');
-    // Only the canonical spelling: otherwise trailing bits would give one token several valid forms.
-    if (bytes.length !== PAYLOAD_BYTES + MAC_BYTES || bytes.toString('base64url') !== token) return undefined;
-    const payload = bytes.subarray(0, PAYLOAD_BYTES);
-    if (!timingSafeEqual(bytes.subarray(PAYLOAD_BYTES), this.mac(payload))) return undefined;
-    if (payload.readUInt32BE(32) * 1000 <= now.getTime()) return undefined;
+    const payload = this.tokens.open(token);
+    if (!payload || payload.readUInt32BE(32) * 1000 <= now.getTime()) return undefined;
     return { emailId: uuidText(payload.subarray(0, 16)), attachmentId: uuidText(payload.subarray(16, 32)) };
-  }
-
-  private mac(payload: Buffer): Buffer {
-    return createHmac('sha256', this.secret).update(CONTEXT).update(payload).digest();
   }
 }
