@@ -30,8 +30,10 @@ export function attachmentHandlers(store: Store, links: AttachmentLinks): Handle
 
   const listEmailAttachments: OperationHandler<'listEmailAttachments'> = async (req, res) => {
     const cursor = cursorOf(req.query);
-    if (!(await store.emails.find(req.params.email_id))) throw notFound('Email');
-    const { records, hasMore } = pageOf(await store.emails.attachmentsListed(req.params.email_id), req.query.limit, cursor);
+    const listed = await store.emails.attachmentsListed(req.params.email_id);
+    // No attachments listed: an email without any, or no such email.
+    if (listed.length === 0 && !(await store.emails.find(req.params.email_id))) throw notFound('Email');
+    const { records, hasMore } = pageOf(listed, req.query.limit, cursor);
     const now = new Date();
     res.json({ object: 'list', has_more: hasMore, data: records.map((attachment) => toSentAttachment(attachment, now)) });
   };
