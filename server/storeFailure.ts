@@ -1,7 +1,8 @@
 // Why the store that DATA_DIR or DATABASE_URL names could not be opened, in the terms of those
 // variables, for the line a process prints when it cannot start (server, worker, keys).
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { ConfigError, type Config } from './config.ts';
+import { makeDataDir } from './store/sqlite.ts';
 
 /**
  * Why the store that DATA_DIR or DATABASE_URL names could not be opened, as one line in the terms of
@@ -14,7 +15,7 @@ export async function storeFailure(config: Pick<Config, 'dataDir' | 'databaseUrl
   const cause = said.replace(/^database migration\s+failed: /, 'the database could not be prepared: ');
   if (!config.databaseUrl) {
     try {
-      mkdirSync(config.dataDir, { recursive: true });
+      makeDataDir(config.dataDir);
       accessSync(config.dataDir, constants.W_OK | constants.X_OK);
     } catch (problem) {
       const code = (problem as NodeJS.ErrnoException).code ?? '';
@@ -43,6 +44,7 @@ export async function storeFailure(config: Pick<Config, 'dataDir' | 'databaseUrl
 const DIRECTORY_PROBLEMS: Record<string, string> = {
   EEXIST: 'it is a file',
   ENOTDIR: 'part of its path is a file',
+  ENOENT: 'the system does not allow a directory there',
   EACCES: 'permission denied',
   EPERM: 'permission denied',
   EROFS: 'the file system is read-only',

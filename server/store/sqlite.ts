@@ -1,7 +1,7 @@
 // SQLite: one file under DATA_DIR in WAL mode, shared by the HTTP thread and the delivery threads (or
 // processes); each has one connection, and every transaction takes the write lock when it begins.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteDialect, type DatabaseConnection, type Driver } from 'kysely';
@@ -13,9 +13,26 @@ const SQLITE_BUSY_TIMEOUT_MS = 5000;
 /** The database file in DATA_DIR. */
 export const sqliteFileIn = (dataDir: string): string => join(dataDir, 'mailroom.sqlite');
 
+/**
+ * `mkdir -p` for DATA_DIR, one level at a time. Node's recursive mkdir never returns where the system
+ * refuses a directory with ENOENT though its parent exists (`/proc/anything`): it makes the parent
+ * and tries again, for ever. Here the second ENOENT is thrown, for the start-up message to name.
+ */
+export function makeDataDir(dir: string): void {
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' && statSync(dir).isDirectory()) return;
+    if (code !== 'ENOENT' || dirname(dir) === dir) throw error;
+    makeDataDir(dirname(dir));
+    mkdirSync(dir);
+  }
+}
+
 export async function openSqlite(dataDir: string): Promise<Database> {
   const { default: SqliteDatabase } = await import('better-sqlite3');
-  mkdirSync(dataDir, { recursive: true });
+  makeDataDir(dataDir);
   const sqlite = new SqliteDatabase(sqliteFileIn(dataDir));
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');

@@ -133,6 +133,8 @@ describe('the server process', () => {
       [{ DATABASE_URL: 'postgres://postgres:hunter2@127.0.0.1:5499/x' }, /cannot connect to the database at DATABASE_URL \(PostgreSQL database "x" on 127\.0\.0\.1:5499 as postgres\): .*ECONNREFUSED/],
       [{ DATA_DIR: '/etc/passwd' }, /DATA_DIR \/etc\/passwd is not a directory that can be written: it is a file/],
       [{ DATA_DIR: '/etc/passwd/mailroom' }, /DATA_DIR \/etc\/passwd\/mailroom is not a directory that can be written: part of its path is a file/],
+      // Node's own recursive mkdir loops for ever where the system answers ENOENT under an existing parent.
+      [{ DATA_DIR: '/proc/mailroom/data' }, /DATA_DIR \/proc\/mailroom\/data is not a directory that can be written: the system does not allow a directory there/],
     ];
     if (backends.includes('postgres')) {
       const missing = new URL(POSTGRES_URL);
