@@ -247,6 +247,20 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     expect(inbox.received).toHaveLength(0);
   });
 
+  it('drops what a webhook was owed for an event type it has since stopped asking for', async () => {
+    const inbox = await receiver();
+    const { id } = await webhook(inbox.url, ['email.sent', 'email.delivered']);
+    const email = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', email), emailEvent('email.delivered', email)], [email]);
+    expect(await deliveries(id)).toHaveLength(2);
+    const changed = await server.request(`/webhooks/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ events: ['email.delivered'] }) });
+    expect(changed.status).toBe(200);
+    dispatch();
+    await until(async () => (await deliveries(id)).every((d) => d.state === 'delivered'), 'the one still asked for delivered');
+    expect(await deliveries(id)).toHaveLength(1);
+    expect(inbox.received.map((r) => JSON.parse(r.body).type)).toEqual(['email.delivered']);
+  });
+
   it('reads again what a claim needs when the database fails after the claim, instead of waiting out the lease', async () => {
     const inbox = await receiver();
     await webhook(inbox.url, ['email.sent']);
