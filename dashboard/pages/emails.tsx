@@ -1,7 +1,8 @@
 // The email log, newest first, filtered by status; and one email: its facts, its events as a
-// timeline, its message (HTML only in a sandboxed frame), its attachments, and in capture mode its raw MIME.
+// timeline, its message (HTML only in a sandboxed frame), its attachments, and in capture mode its raw
+// MIME; a scheduled one can be canceled.
 import { useEffect, useState } from 'preact/hooks';
-import type { MailroomSchemas } from '../api.ts';
+import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
@@ -117,11 +118,27 @@ function EmailPage({ id }: Record<string, string>) {
   const events = useLoad(() => client.GET('/emails/{email_id}/events', { params: { path: { email_id: id! } } }), [id]);
   const attachments = useLoad(() => client.GET('/emails/{email_id}/attachments', { params: { path: { email_id: id! } } }), [id]);
   const raw = useRawMessage(id!);
+  const [canceling, setCanceling] = useState<MailroomError | null>(null);
   const headers = raw ? raw.slice(0, raw.search(/\r?\n\r?\n/) >>> 0) : null;
   const e = email.data;
   return (
     <>
       <PageHeading title={e ? e.subject || '(no subject)' : 'Email'}>
+        {e?.last_event === 'scheduled' && (
+          <button
+            type="button"
+            class="danger"
+            onClick={async () => {
+              if (!confirm('Cancel this email? It will not be sent.')) return;
+              const { error } = await client.POST('/emails/{email_id}/cancel', { params: { path: { email_id: e.id } } });
+              setCanceling(error ?? null);
+              email.reload();
+              events.reload();
+            }}
+          >
+            Cancel email
+          </button>
+        )}
         <button type="button" class="secondary" onClick={() => (email.reload(), events.reload())}>
           Refresh
         </button>
@@ -129,7 +146,7 @@ function EmailPage({ id }: Record<string, string>) {
       <p>
         <Link to="/emails">All emails</Link>
       </p>
-      <ErrorNote error={email.error ?? events.error} />
+      <ErrorNote error={canceling ?? email.error ?? events.error} />
       {email.loading && !e && <Loading what="the email" />}
       {e && (
         <div class="columns">
@@ -165,6 +182,14 @@ function EmailPage({ id }: Record<string, string>) {
               <dd>
                 <When iso={e.created_at} />
               </dd>
+              {e.scheduled_at && (
+                <>
+                  <dt>Scheduled for</dt>
+                  <dd>
+                    <When iso={e.scheduled_at} />
+                  </dd>
+                </>
+              )}
               {e.broadcast_id && (
                 <>
                   <dt>Broadcast</dt>

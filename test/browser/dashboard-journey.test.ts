@@ -2,7 +2,7 @@
 // (capture mode, so mail is delivered and has its events): sign in; create a contact, a segment and a
 // topic and put the contact in the segment; write a broadcast in the dashboard and read it back with
 // the official `resend` SDK; send it and follow its emails in the log to their events; open an email
-// whose HTML carries scripts and prove none ran; create an API key and revoke it.
+// whose HTML carries scripts and prove none ran; cancel a scheduled email; create an API key and revoke it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -183,6 +183,18 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
     expect(readFileSync(saved, 'utf8')).toBe(page_);
     expect(await page.title()).not.toBe('pwned');
     expect(page.url()).toContain(`/dashboard/emails/${sent.id}`);
+  });
+
+  it('shows when a scheduled email will go out, and cancels it', async () => {
+    const body = { from: 'a@acme.dev', to: 'ada@example.com', subject: 'Later', text: 'x', scheduled_at: new Date(Date.now() + 3600_000).toISOString() };
+    const sent = (await (await api('/emails', { method: 'POST', body: JSON.stringify(body) })).json()) as { id: string };
+    await go(`/emails/${sent.id}`);
+    await page.getByText('Scheduled for').waitFor();
+    expect(await page.locator('dt:has-text("Scheduled for") + dd time').getAttribute('datetime')).toBe(body.scheduled_at);
+    await page.getByRole('button', { name: 'Cancel email' }).click();
+    await page.locator('.status-canceled').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel email' }).count()).toBe(0);
+    expect(((await (await api(`/emails/${sent.id}`)).json()) as { last_event: string }).last_event).toBe('canceled');
   });
 
   it('creates an API key, shows its token once, and revokes it', async () => {
