@@ -1025,6 +1025,26 @@ export interface paths {
         patch: operations["updateWebhook"];
         trace?: never;
     };
+    "/webhooks/{webhook_id}/signing-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing secret of a webhook
+         * @description Gives a webhook a new signing secret; for a day after, each delivery is signed with the previous secret as well, so receivers can change over without refusing any.
+         */
+        post: operations["rotateWebhookSigningSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-keys": {
         parameters: {
             query?: never;
@@ -2626,7 +2646,7 @@ export interface components {
         WebhookMessageId: string;
         /** @description Seconds since 1970. */
         WebhookTimestamp: string;
-        /** @description A Standard Webhooks signature. */
+        /** @description A Standard Webhooks signature, or two, apart by a space, while a rotated secret's previous one still signs. */
         WebhookSignature: string;
         /** @description An endpoint of yours that receives the events it asked for. */
         Webhook: {
@@ -2673,7 +2693,7 @@ export interface components {
             /** @description The webhooks, at most `limit` of them. */
             data: components["schemas"]["WebhookSummary"][];
         };
-        /** @description The new webhook's id and signing secret. */
+        /** @description A webhook's id and its new signing secret. */
         CreatedWebhook: {
             /**
              * @description Always `webhook`.
@@ -3650,7 +3670,8 @@ export interface components {
         /**
          * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
          *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-         *     Resend SDK's `webhooks.verify` checks it.
+         *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+         *     signature follows, after a space, made with the previous secret: either one verifies.
          * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
          */
         SvixSignatureHeader: components["schemas"]["WebhookSignature"];
@@ -6494,6 +6515,43 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    rotateWebhookSigningSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook's new signing secret. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
@@ -6692,7 +6750,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6741,7 +6800,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6790,7 +6850,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6839,7 +6900,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6888,7 +6950,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6937,7 +7000,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -6986,7 +7050,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -7035,7 +7100,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -7084,7 +7150,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -7133,7 +7200,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -7182,7 +7250,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];
@@ -7231,7 +7300,8 @@ export interface operations {
                 /**
                  * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
                  *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
-                 *     Resend SDK's `webhooks.verify` checks it.
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
                  * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
                  */
                 "svix-signature": components["parameters"]["SvixSignatureHeader"];

@@ -143,6 +143,9 @@ export interface WebhookTable {
   /** JSON array of the event types it receives. */
   events: string;
   signing_secret: string;
+  /** The secret before the last rotation, which signs deliveries too until `previous_secret_expires_at`. */
+  previous_signing_secret: Generated<string | null>;
+  previous_secret_expires_at: Generated<string | null>;
   status: 'enabled' | 'disabled';
   /** Why it was disabled, when the server did it (an endpoint that kept failing). */
   status_reason: string | null;

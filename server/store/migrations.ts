@@ -372,6 +372,14 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0012_webhook_secret_rotation': {
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema.alterTable('webhooks').addColumn('previous_signing_secret', 'text').execute();
+          await db.schema.alterTable('webhooks').addColumn('previous_secret_expires_at', 'text').execute();
+        });
+      },
+    },
   };
 }
 

@@ -1,7 +1,7 @@
 // Webhooks: the endpoints that receive events. Turning one off (by hand, or by the server when its
 // deliveries keep failing) or deleting it drops the deliveries still owed to it, in the same
 // transaction: a disabled webhook receives nothing, then or later.
-import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { DialectName, Tables, WebhookTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
@@ -14,7 +14,7 @@ export class WebhookStore {
     private readonly dialect: DialectName,
   ) {}
 
-  async insert(record: WebhookRecord): Promise<void> {
+  async insert(record: Insertable<WebhookTable>): Promise<void> {
     await this.db.insertInto('webhooks').values(record).execute();
   }
 
@@ -44,6 +44,24 @@ export class WebhookStore {
       if (current.status === 'enabled' && updated.status === 'disabled') await dropOwed(tx, id);
       return updated;
     });
+  }
+
+  /**
+   * Gives the webhook `secret` to sign with; the one it replaces signs too until `previousUntil`. A
+   * secret replaced before then (a second rotation) signs no more. Undefined if there is no such webhook.
+   */
+  async rotateSecret(id: string, secret: string, previousUntil: Date, at: Date): Promise<WebhookRecord | undefined> {
+    return this.db
+      .updateTable('webhooks')
+      .set((eb) => ({
+        previous_signing_secret: eb.ref('signing_secret'),
+        previous_secret_expires_at: previousUntil.toISOString(),
+        signing_secret: secret,
+        updated_at: at.toISOString(),
+      }))
+      .where('id', '=', id)
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /** Deletes the webhook and every delivery of it; false if there was no such webhook. */

@@ -142,8 +142,10 @@ export class WebhookDispatcher {
     const payload = payloadOf(context);
     if ('missing' in payload) return this.finish(delivery, { ...lease, state: 'failed', status: null, error: payload.missing });
     const body = JSON.stringify(payload);
-    const { endpoint, signing_secret } = context.webhook;
-    const headers = signedHeaders(signing_secret, delivery.id, new Date(), body);
+    const { endpoint, signing_secret, previous_signing_secret, previous_secret_expires_at } = context.webhook;
+    const now = new Date();
+    const previousSigns = previous_signing_secret !== null && previous_secret_expires_at !== null && new Date(previous_secret_expires_at) > now;
+    const headers = signedHeaders(previousSigns ? [signing_secret, previous_signing_secret] : [signing_secret], delivery.id, now, body);
     const { status, error } = await this.outcomes.awaiting(() => this.poster.post(endpoint, headers, body));
     if (error === undefined) return this.finish(delivery, { ...lease, state: 'delivered', status });
     if (delivery.attempts >= attempts) return this.finish(delivery, { ...lease, state: 'failed', status, error });

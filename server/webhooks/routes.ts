@@ -1,5 +1,5 @@
-// Webhooks: create, list, retrieve, update, delete, under /webhooks. What they receive, and how, is
-// the outbox worker's business (server/webhooks/dispatch.ts).
+// Webhooks: create, list, retrieve, update, delete, and rotate a signing secret, under /webhooks. What
+// they receive, and how, is the outbox worker's business (server/webhooks/dispatch.ts).
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
@@ -7,7 +7,7 @@ import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
 import { endpointProblem } from './endpoint.ts';
-import { newSigningSecret } from './signature.ts';
+import { newSigningSecret, PREVIOUS_SECRET_SIGNS_MS } from './signature.ts';
 import type { Handlers } from '../operationRouter.ts';
 
 export function webhookHandlers(store: Store, options: { allowPrivate: boolean }): Handlers {
@@ -28,6 +28,8 @@ export function webhookHandlers(store: Store, options: { allowPrivate: boolean }
       endpoint,
       events: JSON.stringify(events),
       signing_secret: newSigningSecret(),
+      previous_signing_secret: null,
+      previous_secret_expires_at: null,
       status: 'enabled',
       status_reason: null,
       created_at: at,
@@ -72,7 +74,14 @@ export function webhookHandlers(store: Store, options: { allowPrivate: boolean }
     res.json({ object: 'webhook', id: webhook_id, deleted: true });
   };
 
-  return { createWebhook, listWebhooks, getWebhook, updateWebhook, deleteWebhook };
+  const rotateWebhookSigningSecret: OperationHandler<'rotateWebhookSigningSecret'> = async (req, res) => {
+    const now = new Date();
+    const record = await webhooks.rotateSecret(req.params.webhook_id, newSigningSecret(), new Date(now.getTime() + PREVIOUS_SECRET_SIGNS_MS), now);
+    if (!record) throw notFound('Webhook');
+    res.json({ object: 'webhook', id: record.id, signing_secret: record.signing_secret });
+  };
+
+  return { createWebhook, listWebhooks, getWebhook, updateWebhook, deleteWebhook, rotateWebhookSigningSecret };
 }
 
 function toSummary(record: WebhookRecord): Schemas['WebhookSummary'] {

@@ -1,6 +1,7 @@
 // The official `resend` SDK's webhooks, pointed at a live Mailroom by its base URL alone, on SQLite and
-// PostgreSQL: create, get, list, update, remove answer with `error: null` and the fields the SDK
-// declares, and `resend.webhooks.verify` accepts every delivery a receiver on 127.0.0.1 got.
+// PostgreSQL: create, get, list, update, remove and rotateSigningSecret answer with `error: null` and
+// the fields the SDK declares, and `resend.webhooks.verify` accepts every delivery a receiver on
+// 127.0.0.1 got, with the old secret or the new one the day after a rotation.
 import { pino } from 'pino';
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +46,31 @@ describe.each(backends)('the resend SDK webhooks on %s', (backend) => {
     expect(removed).toMatchObject({ data: { object: 'webhook', id, deleted: true }, error: null });
     expect((await resend.webhooks.get(id)).error).toMatchObject({ name: 'not_found', statusCode: 404, message: 'Webhook not found' });
     expect((await resend.webhooks.create({ endpoint: 'https://hooks.acme.dev/x', events: [] })).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
+  });
+
+  it('rotates a signing secret; verify takes the new secret, and the old one for the day after', async () => {
+    const inbox = await startReceiver(() => 200);
+    const dispatcher = new WebhookDispatcher(server.store, pino({ level: 'silent' }), { ...server.config.webhooks, idleMs: 20 });
+    try {
+      const { data: created } = await resend.webhooks.create({ endpoint: inbox.url, events: ['email.sent'] });
+      const rotated = await resend.webhooks.rotateSigningSecret(created!.id);
+      expect(rotated).toMatchObject({ data: { object: 'webhook', id: created!.id, signing_secret: expect.stringMatching(/^whsec_/) }, error: null });
+      expect(rotated.data!.signing_secret).not.toBe(created!.signing_secret);
+      expect((await resend.webhooks.get(created!.id)).data!.signing_secret).toBe(rotated.data!.signing_secret);
+      const email = emailRecord();
+      await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
+      dispatcher.start();
+      await until(() => inbox.received.length === 1, 'the delivery');
+      const [r] = inbox.received;
+      const headers = { id: String(r!.headers['svix-id']), timestamp: String(r!.headers['svix-timestamp']), signature: String(r!.headers['svix-signature']) };
+      for (const webhookSecret of [rotated.data!.signing_secret, created!.signing_secret]) {
+        expect(resend.webhooks.verify({ payload: r!.body, headers, webhookSecret })).toMatchObject({ type: 'email.sent', data: { email_id: email.id } });
+      }
+      expect((await resend.webhooks.rotateSigningSecret('00000000-0000-4000-8000-000000000000')).error).toMatchObject({ name: 'not_found', statusCode: 404 });
+    } finally {
+      await dispatcher.stop();
+      await inbox.close();
+    }
   });
 
   it('verify accepts every delivery the receiver got, retries included', async () => {

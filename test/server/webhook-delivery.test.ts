@@ -261,6 +261,33 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     expect(inbox.received.map((r) => JSON.parse(r.body).type)).toEqual(['email.delivered']);
   });
 
+  it('signs with the previous secret as well for a day after a rotation, and with the new one alone after', async () => {
+    const inbox = await receiver();
+    const { id, signing_secret: previous } = await webhook(inbox.url, ['email.sent']);
+    const rotated = await server.request(`/webhooks/${id}/signing-secret/rotate`, { method: 'POST' });
+    const current = ((await rotated.json()) as { signing_secret: string }).signing_secret;
+    const signature = compile('/components/schemas/WebhookSignature');
+    const email = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', email)], [email]);
+    dispatch();
+    await until(() => inbox.received.length === 1, 'the delivery during the day');
+    const during = inbox.received[0]!;
+    expect(String(during.headers['svix-signature']).split(' ')).toHaveLength(2);
+    expect(signature(during.headers['svix-signature'])).toBe(true);
+    expect(verified(during, current).data.email_id).toBe(email.id);
+    expect(verified(during, previous).data.email_id).toBe(email.id);
+
+    await db().updateTable('webhooks').set({ previous_secret_expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', id).execute();
+    const later = emailRecord();
+    await recordEvents(server.store, [emailEvent('email.sent', later)], [later]);
+    await until(() => inbox.received.length === 2, 'the delivery after the day');
+    const after = inbox.received[1]!;
+    expect(String(after.headers['svix-signature']).split(' ')).toHaveLength(1);
+    expect(signature(after.headers['svix-signature'])).toBe(true);
+    expect(verified(after, current).data.email_id).toBe(later.id);
+    expect(() => verified(after, previous)).toThrow();
+  });
+
   it('reads again what a claim needs when the database fails after the claim, instead of waiting out the lease', async () => {
     const inbox = await receiver();
     await webhook(inbox.url, ['email.sent']);

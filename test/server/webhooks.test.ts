@@ -1,5 +1,5 @@
-// The webhook operations over HTTP, on SQLite and PostgreSQL: create, list, retrieve, update and
-// delete; the errors of each; and the rules an endpoint must meet, in the spellings that try to slip
+// The webhook operations over HTTP, on SQLite and PostgreSQL: create, list, retrieve, update,
+// delete and rotate a signing secret; the errors of each; and the rules an endpoint must meet, in the spellings that try to slip
 // past them, with WEBHOOK_ALLOW_PRIVATE off and on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
@@ -104,6 +104,31 @@ describe.each(backends)('webhooks on %s', (backend) => {
     expect((await read()).status_reason).toBe('Disabled by the server: failing');
     expect((await patch({ status: 'enabled' })).status).toBe(200);
     expect(await read()).toMatchObject({ status: 'enabled', status_reason: null });
+  });
+
+  it('rotates the signing secret: a new one is returned and kept, the one it replaced is kept for a day, and a missing webhook is 404', async () => {
+    const { id, signing_secret: first } = await (await create({ endpoint: 'https://hooks.example.com/rotate', events: ['email.sent'] })).json();
+    const rotate = (webhookId: string) => server.request(`/webhooks/${webhookId}/signing-secret/rotate`, { method: 'POST' });
+    const before = Date.now();
+    const rotated = await rotate(id);
+    expect(rotated.status).toBe(200);
+    const { signing_secret: second, ...rest } = await rotated.json();
+    expect(rest).toEqual({ object: 'webhook', id });
+    expect(second).toMatch(/^whsec_/);
+    expect(second).not.toBe(first);
+    expect((await (await server.request(`/webhooks/${id}`)).json()).signing_secret).toBe(second);
+    const stored = await server.store.webhooks.find(id);
+    expect(stored?.previous_signing_secret).toBe(first);
+    const keptFor = Date.parse(stored!.previous_secret_expires_at!) - before;
+    expect(keptFor).toBeGreaterThanOrEqual(24 * 3600_000);
+    expect(keptFor).toBeLessThan(24 * 3600_000 + 60_000);
+    // Again: the secret just replaced is the one kept, and the first signs no more.
+    const third = (await (await rotate(id)).json()).signing_secret;
+    expect((await server.store.webhooks.find(id))).toMatchObject({ signing_secret: third, previous_signing_secret: second });
+    const missing = await rotate('00000000-0000-4000-8000-000000000000');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ statusCode: 404, name: 'not_found', message: 'Webhook not found' });
+    expect((await rotate('nope')).status).toBe(422);
   });
 
   it('deletes a webhook; then it is not found anywhere', async () => {
