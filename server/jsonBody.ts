@@ -12,9 +12,12 @@ export const MAX_NESTING = 64;
 /**
  * express.json with the nesting bound.
  *
- * A body whose Content-Length is over the limit is refused at once, unread, and its connection closed:
- * express.json reads such a body to its end before it answers, and a client that declares more than
- * it sends then waits for an answer while the server waits for the rest, until the request times out.
+ * A body whose Content-Length is over the limit is refused at once, before it is read: express.json
+ * reads such a body to its end before it answers, and a client that declares more than it sends then
+ * waits for an answer while the server waits for the rest, until the request times out. The
+ * connection is not closed with the answer: a client still writing its body (fetch, the SDKs) would
+ * meet a reset and report EPIPE, never reading the 413. Node reads and drops the rest of the body,
+ * and closes the connection once it has been quiet for the keep-alive timeout.
  */
 export function jsonBody(limit: string): RequestHandler {
   const maxBytes = bytesOf(limit);
@@ -28,7 +31,6 @@ export function jsonBody(limit: string): RequestHandler {
   });
   return (req, res, next) => {
     if (Number(req.get('content-length')) > maxBytes) {
-      res.setHeader('connection', 'close');
       throw new ApiError(413, 'payload_too_large', `The body is larger than ${maxBytes} bytes.`);
     }
     parse(req, res, next);
