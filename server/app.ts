@@ -38,7 +38,7 @@ import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchValidation } from './emails/batch.ts';
 import { idempotency } from './emails/idempotency.ts';
 import { emailHandlers } from './emails/routes.ts';
-import { operationRouter } from './operationRouter.ts';
+import { notServed, operationRouter } from './operationRouter.ts';
 import { contractRoutes, healthHandlers, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
 import { compileRoutePatternsOnce } from './routePatterns.ts';
@@ -87,7 +87,7 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   app.use('/unsubscribe', unsubscribeForm(spec));
   compileRoutePatternsOnce();
   const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
-  app.use(headAsGet);
+  app.use(headAsGet, notServed);
   app.use(routing);
   app.use(checkResponse);
   app.use(authenticate(spec, store));

@@ -5,10 +5,21 @@
 import type { RequestHandler } from 'express';
 import type { OperationHandler, OperationId } from './api.ts';
 import { operationsOf, resolveRef, type OpenApiDocument } from './contract.ts';
+import { ApiError } from './errors.ts';
 import { UUID_FORM } from './store/timeOrderedId.ts';
 
 /** A resource's handlers, by the operationId each answers (those that answer other than JSON, such as a page, as plain handlers). */
 export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHandler<any> };
+
+/**
+ * Paths of Resend operations Mailroom does not have (the SDK's contacts.imports, emails.metrics and
+ * emails.receiving lists) that a path of the contract would take for an id: `/contacts/imports` as the
+ * contact `imports`, refused 422 as no id or email, or 405 for a POST. They are answered 404, as every
+ * other route the contract lacks.
+ */
+const NOT_SERVED = new Set(['/contacts/imports', '/emails/metrics', '/emails/receiving']);
+
+export const notServed: RequestHandler = (req, _res, next) => next(NOT_SERVED.has(req.path) ? new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`) : undefined);
 
 export function operationRouter(spec: OpenApiDocument, handlers: Handlers): RequestHandler {
   const unanswered = operationsOf(spec).map(({ operation }) => operation.operationId as string).filter((id) => !(id in handlers));

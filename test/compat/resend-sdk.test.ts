@@ -174,4 +174,18 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     const stranger = new Resend('re_not_a_real_key_000000000000000000', { baseUrl: server.url });
     expect((await stranger.contacts.list()).error).toMatchObject({ name: 'invalid_api_key', statusCode: 403 });
   });
+
+  it('the calls for what Mailroom lacks answer 404 not_found, even where a path of its own would take them for an id', async () => {
+    const calls = [
+      resend.contacts.imports.list(),
+      resend.contacts.imports.list({ limit: 5 }),
+      resend.contacts.imports.create({ file: new Blob(['email\nada@example.com\n'], { type: 'text/csv' }) }),
+      resend.contacts.imports.get('00000000-0000-4000-8000-000000000000'),
+      resend.emails.metrics(),
+      resend.emails.receiving.list(),
+      resend.contactProperties.list(),
+      resend.webhooks.events.list({ webhookId: '00000000-0000-4000-8000-000000000000' }),
+    ];
+    for (const answer of await Promise.all(calls)) expect(answer.error).toMatchObject({ name: 'not_found', statusCode: 404 });
+  });
 });
