@@ -661,7 +661,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a broadcast
-         * @description Removes a draft broadcast for good.
+         * @description Removes a draft broadcast for good, or a scheduled one, which then never goes out.
          */
         delete: operations["deleteBroadcast"];
         options?: never;
@@ -716,7 +716,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a broadcast
-         * @description Stops a scheduled or queued broadcast; nothing more of it is written to the outbox, and its emails still waiting there end `canceled`.
+         * @description Stops a broadcast before it goes out, back to `draft`, or a queued one, which ends `canceled` with its emails still waiting in the outbox.
          */
         post: operations["cancelBroadcast"];
         delete?: never;
@@ -3208,7 +3208,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The id is not a UUID, a field is invalid, or the broadcast is no longer a draft (only drafts can be changed or deleted; the message names its status). */
+        /** @description The id is not a UUID, a field is invalid, or the broadcast is no longer a draft (only drafts can be changed, and drafts and scheduled broadcasts deleted; the message names its status). */
         BroadcastNotChangeable: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
@@ -5570,7 +5570,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The draft was deleted. */
+            /** @description The broadcast was deleted. */
             200: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimitLimit"];

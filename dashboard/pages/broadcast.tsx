@@ -253,7 +253,7 @@ function Sending({ broadcast, onChanged }: { broadcast: Broadcast; onChanged: ()
             type="button"
             class="danger"
             onClick={async () => {
-              if (!confirm('Cancel this broadcast? Emails not yet sent will not be.')) return;
+              if (!confirm(broadcast.status === 'scheduled' ? 'Cancel this broadcast? It becomes a draft again.' : 'Cancel this broadcast? Emails not yet sent will not be.')) return;
               const { error } = await client.POST('/broadcasts/{broadcast_id}/cancel', { params: { path: { broadcast_id: broadcast.id } } });
               setError(error ?? null);
               onChanged();

@@ -40,7 +40,8 @@ export function toSummary(record: ListedBroadcast): Schemas['BroadcastSummary'] 
 
 /** What each move starts from, as its refusal says it. */
 const ALLOWED = {
-  change: 'only a `draft` can be changed or deleted',
+  change: 'only a `draft` can be changed',
+  delete: 'only a `draft` or a `scheduled` broadcast can be deleted',
   send: 'only a `draft` can be sent',
   cancel: 'only a `scheduled` or `queued` broadcast can be canceled',
 } as const;

@@ -85,7 +85,7 @@ export function broadcastHandlers(store: Store): Handlers {
   const deleteBroadcast: OperationHandler<'deleteBroadcast'> = async (req, res) => {
     const id = req.params.broadcast_id;
     const refusal = await broadcasts.delete(id);
-    if (refusal) throw refused(refusal, 'change');
+    if (refusal) throw refused(refusal, 'delete');
     res.json({ object: 'broadcast', id, deleted: true });
   };
 

@@ -92,9 +92,12 @@ export class BroadcastStore {
     return updated ? undefined : this.refusal(id, this.db);
   }
 
-  /** Deletes a draft. */
+  /**
+   * Deletes a draft, or a scheduled broadcast, which then never goes out (as Resend's delete does). A
+   * scheduled one has no emails yet: the fan-out makes it `queued` in the same statement that claims it.
+   */
   async delete(id: string): Promise<Refusal | undefined> {
-    const deleted = await this.db.deleteFrom('broadcasts').where('id', '=', id).where('status', '=', 'draft').returning('id').executeTakeFirst();
+    const deleted = await this.db.deleteFrom('broadcasts').where('id', '=', id).where('status', 'in', ['draft', 'scheduled']).returning('id').executeTakeFirst();
     return deleted ? undefined : this.refusal(id, this.db);
   }
 
@@ -111,20 +114,24 @@ export class BroadcastStore {
   }
 
   /**
-   * Cancels a scheduled or queued broadcast, and with it its emails still waiting in the outbox and
-   * held by no delivery. On PostgreSQL the status change waits for a fan-out chunk in progress (it
-   * holds the row), and the chunk after it sees `canceled` and stops; the emails of that chunk are
-   * committed by then, so they are canceled here too, each with its `email.canceled` event.
+   * Cancels a scheduled or queued broadcast, as Resend's cancel does. A scheduled one, which has no
+   * emails yet, goes back to `draft`, to be changed and sent again. A queued one ends `canceled`, and
+   * with it its emails still waiting in the outbox and held by no delivery. On PostgreSQL the status
+   * change waits for a fan-out chunk in progress (it holds the row), and the chunk after it sees
+   * `canceled` and stops; the emails of that chunk are committed by then, so they are canceled here
+   * too, each with its `email.canceled` event.
    */
   async cancel(id: string, now: Date): Promise<Refusal | undefined> {
     const at = now.toISOString();
     try {
       await this.db.transaction().execute(async (tx) => {
+        const unscheduled = await tx.updateTable('broadcasts').set({ status: 'draft', scheduled_at: null }).where('id', '=', id).where('status', '=', 'scheduled').returning('id').executeTakeFirst();
+        if (unscheduled) return;
         const canceled = await tx
           .updateTable('broadcasts')
           .set({ status: 'canceled', lease_token: null, lease_expires_at: null })
           .where('id', '=', id)
-          .where('status', 'in', ['scheduled', 'queued'])
+          .where('status', '=', 'queued')
           .returning('id')
           .executeTakeFirst();
         if (!canceled) throw new Refused(await this.refusal(id, tx));

@@ -67,11 +67,12 @@ describe.each(backends)('the resend SDK broadcasts on %s', (backend) => {
 
     const canceled = await resend.broadcasts.cancel(id);
     expect(canceled).toMatchObject({ data: { object: 'broadcast', id }, error: null });
-    expect((await resend.broadcasts.get(id)).data?.status).toBe('canceled');
+    // Scheduled, it goes back to a draft, as Resend's cancel has it.
+    expect((await resend.broadcasts.get(id)).data).toMatchObject({ status: 'draft', scheduled_at: null });
     expect((await resend.broadcasts.cancel(id)).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
   });
 
-  it('sends a draft scheduled at an ISO time, and removes a draft', async () => {
+  it('sends a draft scheduled at an ISO time, removes a draft, and removes a scheduled one, which never goes out', async () => {
     const draft = await resend.broadcasts.create({ audienceId: segmentId, from: 'news@acme.dev', subject: 'Draft', text: 'x' });
     const at = new Date(Date.now() + 86_400_000).toISOString();
     expect(await resend.broadcasts.send(draft.data!.id, { scheduledAt: at })).toMatchObject({ data: { id: draft.data!.id }, error: null });
@@ -81,6 +82,9 @@ describe.each(backends)('the resend SDK broadcasts on %s', (backend) => {
     const removed = await resend.broadcasts.remove(doomed.data!.id);
     expect(removed).toMatchObject({ data: { object: 'broadcast', id: doomed.data!.id, deleted: true }, error: null });
     expect((await resend.broadcasts.get(doomed.data!.id)).error).toMatchObject({ name: 'not_found', statusCode: 404 });
-    expect((await resend.broadcasts.remove(draft.data!.id)).error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('`scheduled`') });
+    expect(await resend.broadcasts.remove(draft.data!.id)).toMatchObject({ data: { object: 'broadcast', id: draft.data!.id, deleted: true }, error: null });
+    expect((await resend.broadcasts.get(draft.data!.id)).error).toMatchObject({ name: 'not_found', statusCode: 404 });
+    const sent = await resend.broadcasts.create({ segmentId, from: 'news@acme.dev', subject: 'Now', text: 'x', send: true });
+    expect((await resend.broadcasts.remove(sent.data!.id)).error).toMatchObject({ name: 'validation_error', statusCode: 422, message: expect.stringContaining('`queued`') });
   });
 });

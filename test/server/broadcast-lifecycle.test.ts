@@ -89,9 +89,9 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
   it('refuses to change, delete or send anything but a draft, naming its status', async () => {
     const id = await draft();
     expect(await call('POST', `/broadcasts/${id}/send`)).toEqual({ status: 200, body: { object: 'broadcast', id } });
-    const notDraft = { status: 422, body: { statusCode: 422, name: 'validation_error', message: 'The broadcast is `queued`; only a `draft` can be changed or deleted.' } };
-    expect(await call('PATCH', `/broadcasts/${id}`, { subject: 'Too late' })).toEqual(notDraft);
-    expect(await call('DELETE', `/broadcasts/${id}`)).toEqual(notDraft);
+    const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+    expect(await call('PATCH', `/broadcasts/${id}`, { subject: 'Too late' })).toEqual(refusal('The broadcast is `queued`; only a `draft` can be changed.'));
+    expect(await call('DELETE', `/broadcasts/${id}`)).toEqual(refusal('The broadcast is `queued`; only a `draft` or a `scheduled` broadcast can be deleted.'));
     expect(await call('POST', `/broadcasts/${id}/send`, {})).toMatchObject({ status: 422, body: { message: 'The broadcast is `queued`; only a `draft` can be sent.' } });
     expect(await read(id)).toMatchObject({ subject: 'News', status: 'queued', scheduled_at: null, sent_at: null });
   });
@@ -192,14 +192,28 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     expect((await call('POST', `/broadcasts/${id}/send`)).status).toBe(200);
   });
 
-  it('cancels a scheduled broadcast, and only a scheduled or queued one', async () => {
+  it('cancels a scheduled broadcast back to a draft, as Resend does, and only a scheduled or queued one', async () => {
     const id = await draft();
-    expect((await call('POST', `/broadcasts/${id}/cancel`)).status).toBe(422);
+    expect(await call('POST', `/broadcasts/${id}/cancel`)).toMatchObject({ status: 422, body: { message: 'The broadcast is `draft`; only a `scheduled` or `queued` broadcast can be canceled.' } });
     await call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 2 days' });
     expect(await call('POST', `/broadcasts/${id}/cancel`)).toEqual({ status: 200, body: { object: 'broadcast', id } });
-    expect(await read(id)).toMatchObject({ status: 'canceled', scheduled_at: expect.stringMatching(TIMESTAMP), sent_at: null });
-    expect(await call('POST', `/broadcasts/${id}/cancel`)).toMatchObject({ status: 422, body: { message: 'The broadcast is `canceled`; only a `scheduled` or `queued` broadcast can be canceled.' } });
-    expect((await call('POST', `/broadcasts/${id}/send`)).status).toBe(422);
+    expect(await read(id)).toMatchObject({ status: 'draft', scheduled_at: null, sent_at: null });
+    // A draft again: it can be changed and sent, or scheduled again.
+    expect((await call('PATCH', `/broadcasts/${id}`, { subject: 'Fixed' })).status).toBe(200);
+    await call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 3 days' });
+    expect(await read(id)).toMatchObject({ status: 'scheduled', subject: 'Fixed', scheduled_at: expect.stringMatching(TIMESTAMP) });
+  });
+
+  it('deletes a scheduled broadcast, which then never goes out', async () => {
+    const id = await draft();
+    await call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 2 days' });
+    expect(await call('DELETE', `/broadcasts/${id}`)).toEqual({ status: 200, body: { object: 'broadcast', id, deleted: true } });
+    expect((await call('GET', `/broadcasts/${id}`)).status).toBe(404);
+    // Not once it is queued: its emails are being written.
+    const queued = await draft();
+    await call('POST', `/broadcasts/${queued}/send`);
+    expect(await call('DELETE', `/broadcasts/${queued}`)).toMatchObject({ status: 422 });
+    expect((await read(queued)).status).toBe('queued');
   });
 
   it('cancels a queued broadcast mid-fan-out: no more emails are written, those waiting end canceled, those in delivery go on', async () => {
