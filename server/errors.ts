@@ -156,6 +156,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       const names = Object.keys(choice.properties ?? {}).map((name) => `\`${name}\``).join(' or ');
       return keyword === 'minProperties' ? invalid(`Missing ${names} field.`, 'missing_required_field') : invalid(`Give ${names}, not both.`);
     }
+    if (keyword === 'minProperties' && choice?.minProperties === 1) return invalid('The body is empty: give at least one field to change.', 'missing_required_field');
   }
   const schema = location === 'query' || location === 'params' || location === 'headers' ? parameterSchema(req, spec, field) : undefined;
   switch (keyword) {
@@ -271,7 +272,11 @@ function pathItem(req: Request, spec: OpenApiDocument): any {
 function bodySchema(req: Request, spec: OpenApiDocument, field = ''): any {
   const content = resolveRef(spec, pathItem(req, spec)?.[req.method.toLowerCase()]?.requestBody)?.content ?? {};
   let schema = resolveRef(spec, (Object.values(content)[0] as { schema?: unknown } | undefined)?.schema);
-  for (const step of field ? field.split('.') : []) schema = resolveRef(spec, /^\d+$/.test(step) ? schema?.items : schema?.properties?.[step]);
+  for (const step of field ? field.split('.') : []) {
+    // A key the object does not name (a contact property's) is described by its additionalProperties.
+    const named = schema?.properties?.[step] ?? (typeof schema?.additionalProperties === 'object' ? schema.additionalProperties : undefined);
+    schema = resolveRef(spec, /^\d+$/.test(step) ? schema?.items : named);
+  }
   return schema;
 }
 

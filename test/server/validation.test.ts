@@ -260,6 +260,12 @@ describe.each(backends)('validation on %s', (backend) => {
       expect(templated.body.message).toBe('The `template.variables.A` must be a string or a number.');
     });
 
+    it('says an update with nothing to change is empty, and what a contact property may be set to', async () => {
+      const id = await newContact();
+      expect(await call('PATCH', `/contacts/${id}`, {})).toEqual({ status: 422, body: { statusCode: 422, name: 'missing_required_field', message: 'The body is empty: give at least one field to change.' } });
+      expect((await call('PATCH', `/contacts/${id}`, { properties: { flag: true } })).body.message).toBe('The `properties.flag` must be a string, or `null` to remove the property.');
+    });
+
     it('names an empty query parameter, and one holding a character it must percent-encode', async () => {
       const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
       for (const query of ['limit', 'limit=']) {
