@@ -238,8 +238,8 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   const excluded = errors.find((e) => e.keyword === 'false schema');
   const other = excluded && /dependentSchemas\/([^/]+)/.exec(excluded.schemaPath)?.[1];
   // A field the schema names only to refuse it, as a batch's email refuses `scheduled_at` and
-  // `attachments`: that is what is wrong, whatever the field holds.
-  if (excluded && !other) return `The field ${quoted(field(excluded.instancePath))} is not supported.`;
+  // `attachments` (a single send takes them): that is what is wrong, whatever the field holds.
+  if (excluded && !other) return `The field ${quoted(field(excluded.instancePath))} is not supported in a batch; send that email on its own.`;
   const required = errors.find((e) => e.keyword === 'required');
   if (required) return `Missing \`${field(required.instancePath, required.params.missingProperty)}\` field.`;
   const extra = errors.find((e) => e.keyword === 'additionalProperties');

@@ -205,6 +205,6 @@ describe.each(backends)('attachments on %s', (backend) => {
   it('refuses attachments in a batch by name, as before', async () => {
     const res = await post('/emails/batch', [{ from: 'team@acme.dev', to: 'ada@example.com', subject: 'Batch', text: 'x', attachments: [{ filename: 'a.txt', content: 'aGk=' }] }]);
     expect(res.status).toBe(422);
-    expect(((await res.json()) as { message: string }).message).toBe('emails[0]: The field `attachments` is not supported.');
+    expect(((await res.json()) as { message: string }).message).toBe('emails[0]: The field `attachments` is not supported in a batch; send that email on its own.');
   });
 });

@@ -86,7 +86,7 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
     const { status, body } = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'whenever' });
     expect({ status, body }).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The `scheduled_at` `whenever` cannot be read as a time; give ISO 8601 or words such as `in 1 hour`.' } });
     const batch = await call('POST', '/emails/batch', [{ from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'in 1 hour' }]);
-    expect(batch).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'emails[0]: The field `scheduled_at` is not supported.' } });
+    expect(batch).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'emails[0]: The field `scheduled_at` is not supported in a batch; send that email on its own.' } });
   });
 
   it('moves to another time, with another email.scheduled; a time already past queues it now', async () => {

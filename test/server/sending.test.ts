@@ -39,8 +39,8 @@ describe.each(backends)('sending on %s', (backend) => {
     });
 
     it.each([
-      [{ attachments: [{ filename: 'a.txt' }] }, 'The field `attachments` is not supported.'],
-      [{ scheduled_at: 'in 1 hour' }, 'The field `scheduled_at` is not supported.'],
+      [{ attachments: [{ filename: 'a.txt' }] }, 'The field `attachments` is not supported in a batch; send that email on its own.'],
+      [{ scheduled_at: 'in 1 hour' }, 'The field `scheduled_at` is not supported in a batch; send that email on its own.'],
       [{ to: Array.from({ length: 51 }, (_, i) => `u${i}@example.com`) }, 'The `to` must be one address, or up to 50 of them.'],
       [{ from: 'not an address' }, 'Invalid `from` address `not an address`: use `address@domain` or `Display Name <address@domain>`.'],
       [{ headers: { 'X-Inject': 'a\r\nBcc: victim@example.com' } }, 'The `headers.X-Inject` must be one line, with no control character but tab.'],
@@ -78,7 +78,7 @@ describe.each(backends)('sending on %s', (backend) => {
       expect(body.data).toHaveLength(97);
       expect(body.errors).toEqual([
         { index: 0, message: 'Missing `to` field.' },
-        { index: 50, message: 'The field `attachments` is not supported.' },
+        { index: 50, message: 'The field `attachments` is not supported in a batch; send that email on its own.' },
         { index: 99, message: 'Invalid `from` address `Acme <nope>`: use `address@domain` or `Display Name <address@domain>`.' },
       ]);
       expect(await countEmails()).toBe(before + 97);
