@@ -1920,7 +1920,7 @@ export interface components {
              */
             filename?: string;
             /**
-             * @description The media type; without it, derived from the filename's extension, else `application/octet-stream`.
+             * @description The media type, as the message's part will say it (`text/calendar; method=REQUEST` for an invitation); without it, derived from the filename's extension, else `application/octet-stream`.
              * @example application/pdf
              */
             content_type?: string;

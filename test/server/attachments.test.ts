@@ -83,6 +83,22 @@ describe.each(backends)('attachments on %s', (backend) => {
     expect((await server.client.GET('/emails/{email_id}', { params: { path: { email_id: id } } })).data?.last_event).toBe('sent');
   });
 
+  it("carries a content type's parameters to the part, as a calendar invitation needs its method", async () => {
+    const invite = 'BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nEND:VCALENDAR\r\n';
+    const { message } = await delivered({
+      text: 'You are invited.',
+      attachments: [
+        { filename: 'invite.ics', content: Buffer.from(invite).toString('base64'), content_type: 'text/calendar; method=REQUEST; charset=utf-8' },
+        { filename: 'data.csv', content: Buffer.from('a;b').toString('base64'), content_type: 'text/csv; header="present; quoted"' },
+      ],
+    });
+    const [ics, csv] = message.mail.attachments;
+    expect(ics!.contentType).toBe('text/calendar');
+    expect(ics!.headers.get('content-type')).toMatchObject({ value: 'text/calendar', params: { method: 'REQUEST', charset: 'utf-8', name: 'invite.ics' } });
+    expect(ics!.content.toString()).toBe(invite);
+    expect(csv!.headers.get('content-type')).toMatchObject({ value: 'text/csv', params: { header: 'present; quoted', name: 'data.csv' } });
+  });
+
   it('keeps a text-only email with one file a two-part message', async () => {
     const { message } = await delivered({ text: 'See the file.', attachments: [{ filename: 'notes.txt', content: Buffer.from('hello').toString('base64') }] });
     expect(message.mail.text?.trim()).toBe('See the file.');
@@ -174,7 +190,9 @@ describe.each(backends)('attachments on %s', (backend) => {
     ['content that is not base64', [{ filename: 'a.txt', content: 'not base64!' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
     ['base64 with line breaks', [{ filename: 'a.txt', content: 'aGVs\nbG8=' }], 'The `attachments.0.content` must be the file\'s bytes in base64'],
     ['a filename with a line break', [{ filename: 'a\r\nContent-Type: text/html', content: 'aGk=' }], 'The `attachments.0.filename` must be a name with no control characters'],
-    ['a content type with parameters', [{ filename: 'a.txt', content: 'aGk=', content_type: 'text/plain; charset=utf-8' }], 'The `attachments.0.content_type` must be a media type'],
+    ['a content type with a line break', [{ filename: 'a.txt', content: 'aGk=', content_type: 'text/plain;\r\n charset=utf-8' }], 'The `attachments.0.content_type` must be a media type'],
+    ['a content type parameter with no value', [{ filename: 'a.txt', content: 'aGk=', content_type: 'text/plain; charset' }], 'The `attachments.0.content_type` must be a media type'],
+    ['a quoted parameter with a quote in it', [{ filename: 'a.txt', content: 'aGk=', content_type: 'text/plain; x="a"b"' }], 'The `attachments.0.content_type` must be a media type'],
     ['a content id in angle brackets', [{ content: 'aGk=', content_id: '<logo>' }], 'The `attachments.0.content_id` must be 1 to 100 letters'],
     ['51 attachments', Array.from({ length: 51 }, () => ({ content: 'aGk=' })), '`attachments`'],
     ['an attachment that is not an object', ['aGk='], 'The `attachments.0` must be an object'],
