@@ -1,5 +1,5 @@
 // Webhooks: the endpoints that receive events; a new one (its signing secret shown once), turning
-// one off and on, deleting one.
+// one off and on, rotating its signing secret, deleting one.
 import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
@@ -23,12 +23,20 @@ function Webhooks() {
   const [secret, setSecret] = useState<string | null>(null);
   const [createError, setCreateError] = useState<MailroomError | null>(null);
   const [rowError, setRowError] = useState<MailroomError | null>(null);
+  const [rotated, setRotated] = useState<{ endpoint: string; secret: string } | null>(null);
   const path = (id: string) => ({ params: { path: { webhook_id: id } } });
 
   async function setStatus(webhook: MailroomSchemas['WebhookSummary'], status: MailroomSchemas['WebhookStatus']) {
     const { error } = await client.PATCH('/webhooks/{webhook_id}', { ...path(webhook.id), body: { status } });
     setRowError(error ?? null);
     webhooks.reload();
+  }
+
+  async function rotate(webhook: MailroomSchemas['WebhookSummary']) {
+    if (!confirm(`Give the webhook to ${webhook.endpoint} a new signing secret? For a day, deliveries are signed with the old one as well.`)) return;
+    const { data, error } = await client.POST('/webhooks/{webhook_id}/signing-secret/rotate', path(webhook.id));
+    setRowError(error ?? null);
+    setRotated(data ? { endpoint: webhook.endpoint, secret: data.signing_secret } : null);
   }
 
   async function remove(webhook: MailroomSchemas['WebhookSummary']) {
@@ -78,6 +86,7 @@ function Webhooks() {
         {secret && <ShownOnce label="Signing secret" value={secret} />}
       </Form>
       <ErrorNote error={webhooks.error ?? rowError} />
+      {rotated && <ShownOnce label={`New signing secret of ${rotated.endpoint}`} value={rotated.secret} />}
       {webhooks.loading && !webhooks.data && <Loading what="webhooks" />}
       {webhooks.data && (
         <table>
@@ -115,6 +124,9 @@ function Webhooks() {
                       Enable
                     </button>
                   )}
+                  <button type="button" class="secondary" onClick={() => rotate(webhook)}>
+                    Rotate secret
+                  </button>
                   <button type="button" class="danger" onClick={() => remove(webhook)}>
                     Delete
                   </button>

@@ -2,7 +2,8 @@
 // (capture mode, so mail is delivered and has its events): sign in; create a contact, a segment and a
 // topic and put the contact in the segment; write a broadcast in the dashboard and read it back with
 // the official `resend` SDK; send it and follow its emails in the log to their events; open an email
-// whose HTML carries scripts and prove none ran; cancel a scheduled email; create an API key and revoke it.
+// whose HTML carries scripts and prove none ran; cancel a scheduled email; rotate a webhook's signing
+// secret; create an API key and revoke it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,6 +196,17 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
     await page.locator('.status-canceled').waitFor();
     expect(await page.getByRole('button', { name: 'Cancel email' }).count()).toBe(0);
     expect(((await (await api(`/emails/${sent.id}`)).json()) as { last_event: string }).last_event).toBe('canceled');
+  });
+
+  it("rotates a webhook's signing secret and shows the new one", async () => {
+    const endpoint = 'https://hooks.example.com/rotating';
+    const created = (await (await api('/webhooks', { method: 'POST', body: JSON.stringify({ endpoint, events: ['email.sent'] }) })).json()) as { id: string; signing_secret: string };
+    await go('/webhooks');
+    await page.getByRole('row', { name: /rotating/ }).getByRole('button', { name: 'Rotate secret' }).click();
+    const shown = await page.getByLabel(`New signing secret of ${endpoint}`).inputValue();
+    const stored = ((await (await api(`/webhooks/${created.id}`)).json()) as { signing_secret: string }).signing_secret;
+    expect(shown).toBe(stored);
+    expect(shown).not.toBe(created.signing_secret);
   });
 
   it('creates an API key, shows its token once, and revokes it', async () => {
