@@ -157,7 +157,8 @@ describe.each(backends)('events on %s', (backend) => {
 
     it('records one email.canceled per waiting email when a broadcast is canceled, none for those in delivery', async () => {
       const segment = await addSegment(db());
-      const broadcast = (await call('POST', '/broadcasts', { segment_id: segment, from: 'news@acme.dev', subject: 'News', html: '<p>Hi</p>', send: true, scheduled_at: 'in 1 hour' })).body.id;
+      // Queued, its fan-out written by hand below (no fan-out runs here): a scheduled one has no emails yet.
+      const broadcast = (await call('POST', '/broadcasts', { segment_id: segment, from: 'news@acme.dev', subject: 'News', html: '<p>Hi</p>', send: true })).body.id;
       const contacts = await addContacts(db(), Array.from({ length: 6 }, (_, i) => ({ email: `cancel-${backend}-${i}@example.com`, segments: [segment] })));
       const emails = [];
       for (const [i, contact] of contacts.entries()) emails.push(await outboxRow(broadcast, contact, `cancel-${backend}-${i}@example.com`));
