@@ -25,7 +25,15 @@ function refusalOf(code: string | undefined, timeouts: { headersMs: number; requ
 }
 
 export function answerClientErrors(server: Server, timeouts: { headersMs: number; requestMs: number }): void {
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number }) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number; _httpMessage?: ServerResponse | null }) => {
+    // A well-formed request came first in the same packet and is still being answered: its answer
+    // goes out first (it may have stored something), then the refusal of what followed it.
+    const answering = socket._httpMessage;
+    if (error.code !== 'ECONNRESET' && answering && !answering.writableFinished) {
+      answering.once('finish', () => (socket.writable ? endWith(socket, ...refusalOf(error.code, timeouts)) : socket.destroy()));
+      answering.once('close', () => answering.writableFinished || socket.destroy());
+      return;
+    }
     // As Node does: nothing is written to a client that has gone, or once a response has begun.
     if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten !== 0) return void socket.destroy();
     endWith(socket, ...refusalOf(error.code, timeouts));

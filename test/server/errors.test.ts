@@ -108,6 +108,20 @@ describe.each(backends)('errors on %s', (backend) => {
       expect(Date.now() - started).toBeLessThan(server.config.keepAliveTimeoutMs + 3000);
     });
 
+    it('answers a request before refusing malformed bytes that follow it in the same packet', async () => {
+      const email = `pipelined-${randomUUID()}@example.com`;
+      const body = JSON.stringify({ email });
+      const said = await rawExchange(
+        server.url,
+        `POST /contacts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TEST_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}GARBAGE\r\n\r\n`,
+      );
+      const [first, second] = said.split(/(?=HTTP\/1\.1 )/);
+      expect(first).toMatch(/^HTTP\/1\.1 201 /);
+      const created = JSON.parse(first!.split('\r\n\r\n')[1]!) as { id: string };
+      expect((await call(`/contacts/${created.id}`)).body).toMatchObject({ email });
+      expect(errorAnswer(second!)).toMatchObject({ status: 400, body: { name: 'validation_error' } });
+    });
+
     it('lets a client still sending an oversized body read its 413, and keeps the connection for the next request', async () => {
       const { hostname, port } = new URL(server.url);
       const socket = connect(Number(port), hostname);
