@@ -26,10 +26,11 @@ function refusalOf(code: string | undefined, timeouts: { headersMs: number; requ
 
 export function answerClientErrors(server: Server, timeouts: { headersMs: number; requestMs: number }): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number; _httpMessage?: ServerResponse | null }) => {
-    // A well-formed request came first in the same packet and is still being answered: its answer
-    // goes out first (it may have stored something), then the refusal of what followed it.
+    // A whole, well-formed request came first in the same packet and is still being answered: its
+    // answer goes out first (it may have stored something), then the refusal of what followed it. A
+    // request still arriving (a malformed chunk, a body that timed out) is what is refused, at once.
     const answering = socket._httpMessage;
-    if (error.code !== 'ECONNRESET' && answering && !answering.writableFinished) {
+    if (error.code !== 'ECONNRESET' && answering && !answering.writableFinished && answering.req.complete) {
       answering.once('finish', () => (socket.writable ? endWith(socket, ...refusalOf(error.code, timeouts)) : socket.destroy()));
       answering.once('close', () => answering.writableFinished || socket.destroy());
       return;
