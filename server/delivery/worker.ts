@@ -86,8 +86,29 @@ export class DeliveryWorker {
       }),
       'reading what a claimed batch needs',
     );
-    await Promise.all(emails.map((email) => this.deliver(email, suppressed, broadcast?.get(email.id))));
+    // The claim lasts leaseMs; a batch still being sent then would come due for another worker and go
+    // out twice. While any of its emails has no outcome, the claim is extended, every third of a lease.
+    const unfinished = new Map(emails.map((email) => [email.id, email]));
+    const renewing = setInterval(() => void this.extend(unfinished, emails[0]!.lease_token), this.options.leaseMs / 3);
+    try {
+      await Promise.all(emails.map((email) => this.deliver(email, suppressed, broadcast?.get(email.id)).finally(() => unfinished.delete(email.id))));
+    } finally {
+      clearInterval(renewing);
+    }
     return emails.length;
+  }
+
+  /** Extends the claim on emails still being sent (one claim, one lease token); what records them may retry as long. */
+  private async extend(unfinished: Map<string, ClaimedEmail>, leaseToken: string): Promise<void> {
+    if (unfinished.size === 0) return;
+    const until = new Date(Date.now() + this.options.leaseMs);
+    try {
+      await this.store.emails.extendLeases([...unfinished.keys()], leaseToken, until);
+      for (const email of unfinished.values()) email.next_attempt_at = until.toISOString();
+    } catch (err) {
+      // The claim runs out as it would have; the next extension may yet hold it.
+      this.logger.warn({ err }, 'extending the claim on emails being sent failed');
+    }
   }
 
   private broadcasts(): Promise<BroadcastMail> {

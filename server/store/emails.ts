@@ -145,6 +145,16 @@ export class EmailStore {
   }
 
   /**
+   * Extends until `until` the claim `leaseToken` holds on the emails `ids` that have no outcome yet:
+   * a worker still sending them (a slow relay, or a long wait for its connections) keeps them from
+   * coming due for another worker, which would send them again.
+   */
+  async extendLeases(ids: string[], leaseToken: string, until: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('emails').set({ next_attempt_at: until.toISOString() }).where('id', 'in', ids).where('lease_token', '=', leaseToken).where('last_event', 'in', PENDING).execute();
+  }
+
+  /**
    * Records messages handed to the transport, in one transaction (a commit per email would cost more
    * than the sending), each only if its lease still holds; returns the ids recorded. Each is `sent`;
    * where the transport is the final destination (`final`) it is `delivered` too, both events recorded.

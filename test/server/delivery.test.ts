@@ -132,6 +132,31 @@ describe.each(backends)('delivery on %s', (backend) => {
     }
   });
 
+  it('keeps its claim on a batch the relay is slow to take, so that another worker sends none of it again', async () => {
+    const slow = await startSmtpSink({ delayMs: 300 });
+    const tag = randomUUID();
+    const ids = await send(Array.from({ length: 15 }, (_, n) => ({ from: 'a@acme.dev', to: `slow${n}@example.com`, subject: `${tag} ${n}`, text: 'x' })));
+    // Three rounds of five connections at 300 ms or more each: longer than the lease, unless it is extended.
+    const options = { ...fast, leaseMs: 900 };
+    const first = track(new DeliveryWorker(server.store, smtpTransport(slow.url), quiet, options));
+    const second = track(new DeliveryWorker(server.store, smtpTransport(slow.url), quiet, options));
+    try {
+      first.start();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      second.start();
+      const deadline = Date.now() + 20_000;
+      while ((await Promise.all(ids.map(lastEvent))).some((event) => event !== 'sent') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await Promise.all(ids.map(lastEvent))).toEqual(ids.map(() => 'sent'));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const subjects = slow.received.map((r) => r.mail.subject).filter((subject) => subject?.startsWith(tag));
+      expect(subjects).toHaveLength(15);
+      expect(new Set(subjects).size).toBe(15);
+    } finally {
+      await Promise.all([first.stop(), second.stop()]);
+      await slow.close();
+    }
+  });
+
   it('bounces at once on a permanent 550, without retrying', async () => {
     sink.refuse = () => 550;
     const [id] = await send([{ from: 'a@acme.dev', to: 'gone@example.com', subject: 'Gone', text: 'x' }]);
