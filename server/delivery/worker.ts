@@ -165,16 +165,20 @@ export class DeliveryWorker {
     } catch (error) {
       const refusedAll = recipientRefusal(error, message.envelope.to);
       const deferredAll = recipientDeferral(error);
-      if (deferredAll.length > 0) return this.delay(email, reasonOf(error), deferredAll, refusedAll);
+      if (deferredAll.length > 0) return this.delay(email, deferral(deferredAll), deferredAll, refusedAll);
       if (refusedAll) return this.bounce(email, refusedAll);
       if (isPermanent(error)) return this.fail(email, reasonOf(error));
       return this.delay(email, reasonOf(error));
     }
-    if (deferred?.length) return this.delay(email, `the relay deferred ${deferred.map((d) => d.address).join(', ')}: ${deferred[0]!.reply}`.slice(0, 500), deferred, refused);
-    // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
-    // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
     const text = !broadcast && message.text !== undefined ? message.text : null;
+    if (deferred?.length) {
+      // The relay took it for the others (unless it refused them all for good): it was sent, to them.
+      const took = message.envelope.to.length > deferred.length + (refused?.length ?? 0);
+      return this.delay(email, deferral(deferred), deferred, refused, took ? { messageId: message.messageId, text } : undefined);
+    }
+    // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
+    // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
     if (!(await this.persist(email, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
     if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
@@ -185,13 +189,13 @@ export class DeliveryWorker {
    * relay put off (4xx) while it took the message for the others or refused them for good; the next
    * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
    */
-  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[]): Promise<void> {
+  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[], sent?: { messageId: string; text: string | null }): Promise<void> {
     if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);
     this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
     const bounce = refused?.length ? refusal(refused.map((r) => r.reply)) : undefined;
-    const partly = { deferred: deferred?.map((d) => d.address), refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
+    const partly = { deferred: deferred?.map((d) => d.address), sent, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
     if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');
   }
 
@@ -232,6 +236,9 @@ export class DeliveryWorker {
 }
 
 const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);
+
+/** Why a delivery waits for recipients the relay put off (4xx), in its own words for the first of them. */
+const deferral = (deferred: Refusal[]) => `the relay deferred ${deferred.map((d) => d.address).join(', ')}: ${deferred[0]!.reply}`.slice(0, 500);
 
 /**
  * Who a relay's refusal puts on the suppression list: the recipients refused one by one, and those

@@ -209,16 +209,30 @@ export class EmailStore {
 
   /**
    * Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. When the
-   * relay took the message for some recipients, `deferred` are the ones the next attempt goes to, and
-   * `refused` the ones it refused for good: suppressed, with their `email.bounced`, in the same transaction.
+   * relay put off some recipients, `deferred` are the ones the next attempt goes to; `sent`, when it
+   * took the message for others, records it `email.sent` (with its Message-ID) before the delay; and
+   * `refused` are the ones it refused for good: suppressed, with their `email.bounced`. All in one transaction.
    */
-  markDelayed(lease: Lease, error: string, retryAt: Date, at: Date, { deferred, refused }: { deferred?: string[]; refused?: { bounce: { message: string }; addresses: string[] } } = {}): Promise<boolean> {
-    const change = { last_event: 'delivery_delayed', last_error: error, next_attempt_at: retryAt.toISOString(), ...(deferred && { deferred_recipients: JSON.stringify(deferred) }) } as const;
+  markDelayed(
+    lease: Lease,
+    error: string,
+    retryAt: Date,
+    at: Date,
+    { deferred, sent, refused }: { deferred?: string[]; sent?: { messageId: string; text: string | null }; refused?: { bounce: { message: string }; addresses: string[] } } = {},
+  ): Promise<boolean> {
+    const change = {
+      last_event: 'delivery_delayed',
+      last_error: error,
+      next_attempt_at: retryAt.toISOString(),
+      ...(deferred && { deferred_recipients: JSON.stringify(deferred) }),
+      ...(sent && { message_id: sent.messageId, ...(sent.text !== null && { text: sent.text }) }),
+    } as const;
     const bounce = refused && (async (tx: Transaction<Tables>, now: string) => {
       await this.events.record(tx, [{ type: 'email.bounced', email_id: lease.id, data: { bounce: refused.bounce }, created_at: now }]);
       await suppress(tx, bounceSuppressions(lease.id, refused.addresses), now);
     });
-    return this.conclude(lease, change, { type: 'email.delivery_delayed', data: { reason: error } }, at, bounce);
+    const delayed = { type: 'email.delivery_delayed', data: { reason: error } } as const;
+    return this.conclude(lease, change, sent ? [{ type: 'email.sent' }, delayed] : [delayed], at, bounce);
   }
 
   /** Fails the email for good; false if the lease no longer holds. */
@@ -235,12 +249,12 @@ export class EmailStore {
    * Records one outcome of the claim `lease` holds, with its event and whatever `also` writes, in one
    * transaction; false if the lease no longer holds.
    */
-  private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'>, at: Date, also?: (tx: Transaction<Tables>, at: string) => Promise<unknown>): Promise<boolean> {
+  private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'> | Pick<NewEvent, 'type' | 'data'>[], at: Date, also?: (tx: Transaction<Tables>, at: string) => Promise<unknown>): Promise<boolean> {
     const updated_at = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
       const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, updated_at, lease_token: null }).executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
-      await this.events.record(tx, [{ ...event, email_id: lease.id, created_at: updated_at }]);
+      await this.events.record(tx, [event].flat().map((e) => ({ ...e, email_id: lease.id, created_at: updated_at })));
       await also?.(tx, updated_at);
       return true;
     });
