@@ -2035,7 +2035,9 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /**
              * @description The broadcast this email is one of, or null for an email sent on its own. A broadcast's
-             *     email shows the broadcast's content as personalized for its contact.
+             *     email keeps no copy of its content: it shows the broadcast's, personalized for its contact
+             *     as the contact is when read (a changed name shows the new one, a deleted contact the
+             *     fallbacks); `GET /emails/{email_id}/raw` shows what went out, where it was captured.
              */
             broadcast_id: components["schemas"]["Uuid"] | null;
             from: components["schemas"]["Mailbox"];
