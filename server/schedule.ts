@@ -15,12 +15,19 @@ const LAST = Date.parse('9999-12-31T23:59:59.999Z');
  */
 export async function sendTime(scheduledAt: string | undefined, now: Date): Promise<string | null> {
   if (scheduledAt === undefined) return null;
-  const { parse } = await import('chrono-node');
   const text = scheduledAt.trim();
+  const unreadable = () => invalid(`The \`scheduled_at\` ${quoted(scheduledAt)} cannot be read as a time; give ISO 8601 or words such as \`in 1 hour\`.`, 'invalid_parameter');
+  const due = (at: number) => (at <= now.getTime() ? null : new Date(at).toISOString());
+  // An ISO 8601 date alone is the day's first instant in UTC, as JavaScript reads it (chrono-node puts
+  // a bare date at noon); a day the calendar does not have (February 30) is refused, not rolled over.
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) {
+    const at = Date.parse(text);
+    if (Number.isNaN(at) || !new Date(at).toISOString().startsWith(text)) throw unreadable();
+    return due(at);
+  }
+  const { parse } = await import('chrono-node');
   const [found] = parse(text, { instant: now, timezone: 'UTC' }, { forwardDate: true });
   const at = found?.start.date().getTime();
-  if (!found || found.index !== 0 || found.text.length !== text.length || at === undefined || Number.isNaN(at) || at > LAST) {
-    throw invalid(`The \`scheduled_at\` ${quoted(scheduledAt)} cannot be read as a time; give ISO 8601 or words such as \`in 1 hour\`.`, 'invalid_parameter');
-  }
-  return at <= now.getTime() ? null : new Date(at).toISOString();
+  if (!found || found.index !== 0 || found.text.length !== text.length || at === undefined || Number.isNaN(at) || at > LAST) throw unreadable();
+  return due(at);
 }

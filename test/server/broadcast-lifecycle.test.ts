@@ -115,6 +115,13 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     expect((await call('POST', `/broadcasts/${offset}/send`, { scheduled_at: '2099-11-21T10:00:00+02:00' })).status).toBe(200);
     expect((await read(offset)).scheduled_at).toBe('2099-11-21T08:00:00.000Z');
 
+    // A date alone is its first instant, as ISO 8601 and JavaScript read it; a day that is not is refused.
+    const day = await draft();
+    expect((await call('POST', `/broadcasts/${day}/send`, { scheduled_at: '2099-11-21' })).status).toBe(200);
+    expect((await read(day)).scheduled_at).toBe('2099-11-21T00:00:00.000Z');
+    const noDay = await draft();
+    expect(await call('POST', `/broadcasts/${noDay}/send`, { scheduled_at: '2099-02-30' })).toMatchObject({ status: 422, body: { name: 'invalid_parameter', message: expect.stringContaining('`scheduled_at` `2099-02-30` cannot be read as a time') } });
+
     const inAnHour = await draft();
     const before = Date.now();
     expect((await call('POST', `/broadcasts/${inAnHour}/send`, { scheduled_at: 'in 1 hour' })).status).toBe(200);
