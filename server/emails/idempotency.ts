@@ -40,9 +40,14 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
       .map(({ operation }) => operation.operationId),
   );
 
+  const HEADER = (parameter.name as string).toLowerCase();
   return async (req, res, next) => {
     const key = req.get(parameter.name as string);
     if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
+    // Node joins a header given twice into one value, `a, b`: a key of its own the client never sent.
+    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === HEADER).length > 1) {
+      throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` is given more than once; give it once.`);
+    }
     if (!validKey(key)) {
       throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     }

@@ -1,4 +1,5 @@
 // POST /emails/batch and POST /emails: validation modes, templates, idempotency; on SQLite and PostgreSQL.
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -249,6 +250,20 @@ describe.each(backends)('sending on %s', (backend) => {
         expect(res).toMatchObject({ status: 400, body: { name: 'invalid_idempotency_key' } });
       }
       expect((await keyed('k'.repeat(256), [email(1)])).status).toBe(200);
+    });
+
+    it('refuses an Idempotency-Key header given twice, which Node would join into one key', async () => {
+      const body = JSON.stringify([email(1)]);
+      const answer = await new Promise<{ status: number; body: { name: string; message: string } }>((resolve, reject) => {
+        const req = request(`${server.url}/emails/batch`, { method: 'POST', headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json', 'idempotency-key': ['first', 'second'] } }, (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      expect(answer).toEqual({ status: 400, body: { statusCode: 400, name: 'invalid_idempotency_key', message: 'The `Idempotency-Key` is given more than once; give it once.' } });
+      expect((await keyed('first, second', [email(1)])).status).toBe(200);
     });
 
     it('does not use up a key on a request refused before anything was created', async () => {
