@@ -33,6 +33,12 @@ const publicUrl: string = config.publicUrl ?? fromServer?.publicUrl ?? defaultPu
 const first = (fromServer?.thread ?? 0) === 0;
 if (!parentPort) warnOfPlainHttp(config, publicUrl, logger);
 const { store, worker, fanout, webhooks, inbound } = await start().catch(cannotStart);
+// Before the line that says the worker started: a SIGTERM sent on seeing it must find a handler (else
+// it ends the process at once), and the logger writes from another thread, so the line can be read
+// before the code after it has run.
+parentPort?.on('message', (message) => message === 'stop' && void stop());
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
 worker.start();
 fanout?.start();
 webhooks?.start();
@@ -104,6 +110,3 @@ async function stop(): Promise<void> {
   if (parentPort) parentPort.close();
   else process.exit(0);
 }
-parentPort?.on('message', (message) => message === 'stop' && void stop());
-process.on('SIGTERM', () => void stop());
-process.on('SIGINT', () => void stop());
