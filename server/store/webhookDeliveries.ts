@@ -14,7 +14,7 @@ export type Lease = Pick<ClaimedDelivery, 'id' | 'lease_token'>;
 
 /** What posting a claimed delivery needs: its webhook (gone, when deleted since), its event, and the email the event is about. */
 export interface DeliveryContext {
-  webhook: { endpoint: string; events: string; status: WebhookTable['status']; signing_secret: string; previous_signing_secret: string | null; previous_secret_expires_at: string | null } | undefined;
+  webhook: { endpoint: string; status: WebhookTable['status']; signing_secret: string; previous_signing_secret: string | null; previous_secret_expires_at: string | null } | undefined;
   event: Pick<EventTable, 'type' | 'email_id' | 'contact_id' | 'data' | 'created_at'>;
   email: Pick<Selectable<EmailTable>, 'id' | 'from_address' | 'to_addresses' | 'subject' | 'created_at' | 'broadcast_id' | 'tags' | 'headers' | 'message_id'> | undefined;
 }
@@ -74,7 +74,7 @@ export class WebhookDeliveryStore {
       .leftJoin('webhooks as w', 'w.id', 'd.webhook_id')
       .leftJoin('emails as m', 'm.id', 'e.email_id')
       .select([
-        'd.id', 'w.endpoint', 'w.events', 'w.signing_secret', 'w.previous_signing_secret', 'w.previous_secret_expires_at', 'w.status',
+        'd.id', 'w.endpoint', 'w.signing_secret', 'w.previous_signing_secret', 'w.previous_secret_expires_at', 'w.status',
         'e.type', 'e.email_id', 'e.contact_id', 'e.data', 'e.created_at as event_created_at',
         'm.id as email_id_found', 'm.from_address', 'm.to_addresses', 'm.subject', 'm.created_at as email_created_at', 'm.broadcast_id', 'm.tags', 'm.headers', 'm.message_id',
       ])
@@ -87,7 +87,7 @@ export class WebhookDeliveryStore {
           webhook:
             r.endpoint === null
               ? undefined
-              : { endpoint: r.endpoint, events: r.events!, status: r.status!, signing_secret: r.signing_secret!, previous_signing_secret: r.previous_signing_secret, previous_secret_expires_at: r.previous_secret_expires_at },
+              : { endpoint: r.endpoint, status: r.status!, signing_secret: r.signing_secret!, previous_signing_secret: r.previous_signing_secret, previous_secret_expires_at: r.previous_secret_expires_at },
           event: { type: r.type, email_id: r.email_id, contact_id: r.contact_id, data: r.data, created_at: r.event_created_at },
           email:
             r.email_id_found === null

@@ -1,8 +1,9 @@
 // Webhooks: the endpoints that receive events. Turning one off (by hand, or by the server when its
 // deliveries keep failing) or deleting it drops the deliveries still owed to it, in the same
-// transaction: a disabled webhook receives nothing, then or later.
+// transaction: a disabled webhook receives nothing, then or later. Changing its events drops those
+// owed for the types it no longer asks for.
 import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
-import type { DialectName, Tables, WebhookTable } from './database.ts';
+import type { DialectName, EventType, Tables, WebhookTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type WebhookRecord = Selectable<WebhookTable>;
@@ -42,6 +43,7 @@ export class WebhookStore {
       // updated_at also marks where the count of failing deliveries starts again (see the outbox).
       const updated = await tx.updateTable('webhooks').set({ ...changes, updated_at: at.toISOString() }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
       if (current.status === 'enabled' && updated.status === 'disabled') await dropOwed(tx, id);
+      else if (updated.events !== current.events) await dropOwed(tx, id, JSON.parse(updated.events) as string[]);
       return updated;
     });
   }
@@ -85,7 +87,12 @@ export class WebhookStore {
   };
 }
 
-/** Within `tx`: drops the deliveries still owed to a webhook that no longer receives anything. */
-export async function dropOwed(tx: Transaction<Tables>, webhookId: string): Promise<void> {
-  await tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).where('state', '=', 'pending').execute();
+/**
+ * Within `tx`: drops the deliveries still owed to a webhook that no longer receives anything, or,
+ * given the types it still asks for, those of the types it no longer does.
+ */
+export async function dropOwed(tx: Transaction<Tables>, webhookId: string, keptTypes?: string[]): Promise<void> {
+  let owed = tx.deleteFrom('webhook_deliveries').where('webhook_id', '=', webhookId).where('state', '=', 'pending');
+  if (keptTypes) owed = owed.where('event_id', 'in', (eb) => eb.selectFrom('events').select('id').where('type', 'not in', keptTypes as EventType[]));
+  await owed.execute();
 }

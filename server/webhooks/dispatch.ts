@@ -129,8 +129,8 @@ export class WebhookDispatcher {
 
   private async deliver(delivery: ClaimedDelivery, context: DeliveryContext | undefined): Promise<void> {
     const lease = { id: delivery.id, lease_token: delivery.lease_token };
-    if (!context?.webhook || context.webhook.status !== 'enabled' || !(JSON.parse(context.webhook.events) as string[]).includes(context.event.type)) {
-      // Deleted, disabled, or no longer subscribed to the event's type since it was recorded: nothing is owed any more.
+    if (!context?.webhook || context.webhook.status !== 'enabled') {
+      // Deleted or disabled after the event was recorded: nothing is owed any more.
       await this.store.webhookDeliveries.discard([lease]);
       return;
     }
