@@ -6,13 +6,21 @@ import { loadConfig } from './config.ts';
 import { superviseThread } from './delivery/thread.ts';
 import { startServer } from './server.ts';
 
+// Handlers first: a signal that finds none ends the process at once, unclean. One that comes during
+// start-up, or on seeing the "listening" line (written from the logger's thread, it can be read before
+// the code after it has run), is held until the server can stop in order.
+let stopAsked = false;
+let stop = async () => void (stopAsked = true);
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
+
 try {
   const config = loadConfig();
   const running = await startServer(config, { webhooks: config.deliveryWorker });
   // Beside main.js in the build; the thread reads the same environment, and is told the public URL
   // (with PORT=0, only the listening server knows its port).
   // The first thread also runs the broadcast fan-out and the inbound listener (server/worker.ts).
-  const threads = config.deliveryWorker ? config.deliveryThreads : 0;
+  const threads = config.deliveryWorker && !stopAsked ? config.deliveryThreads : 0;
   const delivery = Array.from({ length: threads }, (_, thread) =>
     superviseThread(
       () => new Worker(new URL('./worker.js', import.meta.url), { workerData: { publicUrl: running.publicUrl, thread } }),
@@ -25,7 +33,7 @@ try {
     process.stderr.write(`\nCreated an API key; it is shown only this once:\n\n  ${running.createdKey}\n\n`);
   }
   let stopping = false;
-  const stop = async () => {
+  stop = async () => {
     if (stopping) return;
     stopping = true;
     const asked = performance.now();
@@ -48,8 +56,7 @@ try {
     await Promise.allSettled([running.close(), ...delivery.map((thread) => thread.stop(0))]);
     process.exit(1);
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  if (stopAsked) void stop();
 } catch (error) {
   process.stderr.write(`Mailroom could not start: ${(error as Error).message}\n`);
   process.exit(1);
