@@ -1904,16 +1904,28 @@ export interface components {
             attachments?: never;
         };
         /**
-         * @description A file sent with the email, its content given in base64. With a `content_id` it is an inline
-         *     attachment, which the html shows where it refers to `cid:` and that id. A `path` to fetch the
-         *     file from is not supported: give its `content`.
+         * @description A file sent with the email: its `content` in base64, or a `path` the server fetches it from as
+         *     it accepts the email (one or the other). With a `content_id` it is an inline attachment, which
+         *     the html shows where it refers to `cid:` and that id.
          */
         Attachment: {
             /**
              * @description The file's bytes, in base64.
              * @example SGVsbG8sIHdvcmxkIQ==
              */
-            content: string;
+            content?: string;
+            /**
+             * Format: uri
+             * @description A URL the file is fetched from when the email is accepted; what it serves then is what is
+             *     kept and sent. It must be https on a public address, as a webhook's endpoint (the server
+             *     allows plain http and private addresses with ATTACHMENT_PATH_ALLOW_PRIVATE=true). Up to
+             *     three redirects are followed under the same rules. The email is refused (422) when a file
+             *     cannot be fetched: an answer other than 2xx, no answer within ATTACHMENT_PATH_TIMEOUT_MS
+             *     (10 seconds unless set) for all of them together, or files larger than BODY_LIMIT together.
+             *     Without a `filename`, the last segment of the URL's path names the file.
+             * @example https://files.example.com/invoices/invoice-0042.pdf
+             */
+            path?: string;
             /**
              * @description The name the recipient sees. Without it, the attachment has no name.
              * @example invoice-0042.pdf
@@ -1929,7 +1941,7 @@ export interface components {
              * @example logo
              */
             content_id?: string;
-        };
+        } & (unknown | unknown);
         /** @description A file sent with an email, as stored, with a link to download it. */
         SentAttachment: {
             /** @constant */

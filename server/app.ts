@@ -23,7 +23,7 @@ import { audienceHandlers } from './audiences/routes.ts';
 import { authenticate, authorize } from './auth.ts';
 import { BroadcastMail, type UnsubscribeLinks } from './broadcasts/mail.ts';
 import { broadcastHandlers } from './broadcasts/routes.ts';
-import type { Config } from './config.ts';
+import { bytesOf, type Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
 import { dashboardRoutes } from './dashboard.ts';
 import { headAsGet } from './head.ts';
@@ -56,7 +56,7 @@ export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks' | 'attachmentPaths'>;
   /** What unsubscribe links are made and checked with. */
   links: UnsubscribeLinks;
   /** What attachment download links are made and checked with. */
@@ -98,6 +98,8 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   app.use(refuseLooseIntegers(spec), checkRequest, refuseUnstorableText);
   if (extraRoutes) app.use(extraRoutes);
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
+  const isFilename = compile('/components/schemas/Attachment/properties/filename');
+  const attachmentPaths = { ...config.attachmentPaths, maxBytes: bytesOf(config.bodyLimit), isFilename: (name: string) => isFilename(name) };
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'));
   app.use(
     operationRouter(spec, {
@@ -107,7 +109,7 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
       ...topicHandlers(store),
       ...audienceHandlers(store, contacts, memberList(store, streamContacts)),
       ...broadcastHandlers(store),
-      ...emailHandlers(store, new BroadcastMail(store, links)),
+      ...emailHandlers(store, new BroadcastMail(store, links), attachmentPaths),
       ...attachmentHandlers(store, attachmentLinks),
       ...templateHandlers(store),
       ...suppressionHandlers(store),

@@ -64,6 +64,8 @@ export interface Config {
   inbound: { port: number; host: string } | undefined;
   /** Webhook deliveries, which run wherever the delivery worker does, and the endpoints allowed. */
   webhooks: WebhookOptions;
+  /** Attachments given by `path`: where they may be fetched from, and for how long (server/emails/attachmentPath.ts). */
+  attachmentPaths: { allowPrivate: boolean; timeoutMs: number };
 }
 
 /** A configuration that cannot be used; its message has one line per bad variable. */
@@ -187,6 +189,8 @@ const VARIABLES = {
   INBOUND_SMTP_PORT: optional(whole(0, 65535)),
   INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
   WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
+  ATTACHMENT_PATH_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
+  ATTACHMENT_PATH_TIMEOUT_MS: variable(milliseconds(1, 600_000), 10_000),
   WEBHOOK_TIMEOUT_MS: variable(milliseconds(1, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
   // Unset: a minute, or the timeout and half a minute more when that is longer.
   WEBHOOK_LEASE_MS: optional(milliseconds(1)),
@@ -274,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keepEndedMs: e.WEBHOOK_KEEP_DAYS * DAY_MS,
       retryScheduleMs: [...e.WEBHOOK_RETRY_SCHEDULE_MS],
     },
+    attachmentPaths: { allowPrivate: e.ATTACHMENT_PATH_ALLOW_PRIVATE === 'true', timeoutMs: e.ATTACHMENT_PATH_TIMEOUT_MS },
   };
 }
 

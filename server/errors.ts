@@ -141,6 +141,9 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   if (location === 'query' && keyword === 'type' && Array.isArray(req.query[field])) return invalid(`The \`${field}\` is given more than once; give it once.`, name);
   if (item.message.includes('must be url encoded')) return invalid(`The \`${field}\` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=).`, name);
   if (keyword === 'required') {
+    const [parent, own] = splitField(field);
+    const choice = location === 'body' ? fieldChoice(bodySchema(req, spec, parent)) : undefined;
+    if (choice?.includes(own)) return invalid(`Missing ${choice.map((one) => `\`${joinField(parent, one)}\``).join(' or ')} field.`, 'missing_required_field');
     const when = location === 'body' ? dependency(req, spec, field, (rule) => rule.required?.includes(field)) : undefined;
     return invalid(when ? `Missing \`${field}\` field; it is required with \`${when}\`.` : `Missing \`${field}\` field.`, 'missing_required_field');
   }
@@ -191,6 +194,11 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
     case 'anyOf':
     case 'oneOf': {
       const described = schema ?? (location === 'body' ? bodySchema(req, spec, field) : undefined);
+      // Not an object at all: both branches pass (`required` holds for anything else), and its type error says what is wrong.
+      const choice = fieldChoice(described);
+      // `required` holds for anything but an object: a value of another type passes both branches.
+      if (choice && !isObject(valueAt(req.body, field))) return invalid(`The \`${field}\` must be an object.`, name);
+      if (choice) return invalid(`Give ${choice.map((one) => `\`${joinField(field, one)}\``).join(' or ')}, not both.`, name);
       if (described?.description) return invalid(`The \`${field}\` must be ${lowerFirst(described.description)}`, name);
       break;
     }
@@ -279,6 +287,26 @@ function bodySchema(req: Request, spec: OpenApiDocument, field = ''): any {
   }
   return schema;
 }
+
+/**
+ * The fields an object must have exactly one of, when its schema says so with a `oneOf` of `required`
+ * alone (an attachment's `content` or `path`); otherwise undefined.
+ */
+function fieldChoice(schema: any): string[] | undefined {
+  const branches: unknown = schema?.oneOf;
+  const alone = (branch: any) => Object.keys(branch).length === 1 && Array.isArray(branch.required) && branch.required.length === 1;
+  return Array.isArray(branches) && branches.every(alone) ? branches.map((branch) => branch.required[0] as string) : undefined;
+}
+
+const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
+const valueAt = (body: unknown, field: string): unknown => field.split('.').reduce<any>((at, step) => at?.[step], body);
+
+/** `attachments.0.content` as its object's field and its own name: [`attachments.0`, `content`]. */
+const splitField = (field: string): [string, string] => {
+  const at = field.lastIndexOf('.');
+  return at < 0 ? ['', field] : [field.slice(0, at), field.slice(at + 1)];
+};
+const joinField = (parent: string, name: string) => (parent ? `${parent}.${name}` : name);
 
 /** The field whose presence brings in the rule (a `dependentSchemas` entry of the body) that `field` broke. */
 function dependency(req: Request, spec: OpenApiDocument, field: string, broke: (rule: any) => boolean): string | undefined {

@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import type { Schemas } from '../api.ts';
 import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
+import type { AttachmentWithContent } from './attachmentPath.ts';
 import type { TemplateRecord } from '../store/templates.ts';
 import { timeOrderedId } from '../store/timeOrderedId.ts';
 import { publishedTemplate, renderPart } from '../templates/published.ts';
@@ -87,7 +88,7 @@ const mediaTypeOf = (filename: string | undefined) =>
   (filename && (lookup ??= (createRequire(import.meta.url)('mime-types') as typeof import('mime-types')).lookup)(filename)) || 'application/octet-stream';
 
 /** The attachments of a composed email as stored, each with its media type, given or derived from the filename. */
-export function attachmentsOf(emailId: string, given: OutgoingEmail['attachments']): EmailAttachment[] {
+export function attachmentsOf(emailId: string, given: AttachmentWithContent[] | undefined): EmailAttachment[] {
   return (given ?? []).map((attachment, position) => ({
     id: timeOrderedId(),
     email_id: emailId,

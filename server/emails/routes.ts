@@ -12,6 +12,7 @@ import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 import { cursorOf, listing } from '../paging.ts';
 import { sendTime } from '../schedule.ts';
+import { withFetchedContent, type AttachmentPathOptions } from './attachmentPath.ts';
 import { attachmentsOf, composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
@@ -20,7 +21,7 @@ import type { Handlers } from '../operationRouter.ts';
 /** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
 const DEFAULT_PAGE = 20;
 
-export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handlers {
+export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attachmentPaths: AttachmentPathOptions): Handlers {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body, attachments?: EmailAttachment[]): Promise<Body> {
     const claim = res.locals.idempotency;
@@ -36,7 +37,8 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail): Handl
     const scheduledAt = await sendTime(req.body.scheduled_at, now);
     const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), now, scheduledAt);
     if (typeof composed === 'string') throw refusedEmail(composed);
-    res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, req.body.attachments)));
+    const attachments = await withFetchedContent(req.body.attachments, attachmentPaths);
+    res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, attachments)));
   };
 
   const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {

@@ -34,9 +34,15 @@ export function endpointProblem(endpoint: string, allowPrivate: boolean): string
 export function hostProblem(url: URL, allowPrivate: boolean): string | undefined {
   if (allowPrivate) return undefined;
   if (url.protocol !== 'https:') return 'the endpoint is not https';
+  const host = nonPublicHost(url);
+  return host && `the endpoint host ${host}`;
+}
+
+/** How the URL's host is not a public address ("127.0.0.1 is a loopback address"), short of resolving a name. */
+export function nonPublicHost(url: URL): string | undefined {
   const host = hostOf(url);
   const kind = hostKind(host);
-  return kind && `the endpoint host ${host} is ${kind}`;
+  return kind && `${host} is ${kind}`;
 }
 
 /**

@@ -12,7 +12,8 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
   let server: TestServer;
   let resend: Resend;
   beforeAll(async () => {
-    server = await startTestServer(backend);
+    // Attachments by `path` are fetched from 127.0.0.1 here (the server's own download links).
+    server = await startTestServer(backend, { config: { attachmentPaths: { allowPrivate: true, timeoutMs: 5000 } } });
     resend = new Resend(server.apiKey, { baseUrl: server.url });
   });
   afterAll(() => server.close());
@@ -89,9 +90,13 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     const downloaded = Buffer.from(await (await fetch(listed.data!.data[0]!.download_url)).arrayBuffer());
     expect(downloaded.equals(pdf)).toBe(true);
     expect((await resend.emails.attachments.list({ emailId: sent.data!.id, limit: 1 })).data).toMatchObject({ has_more: true, data: [{ filename: 'invoice.pdf' }] });
-    // A file Resend would fetch from a URL is not fetched here: its content must be given.
-    const byPath = await resend.emails.send({ ...email, attachments: [{ filename: 'a.pdf', path: 'https://example.com/a.pdf' }] });
-    expect(byPath).toMatchObject({ data: null, error: { name: 'missing_required_field', statusCode: 422 } });
+    // A file given by URL is fetched as the email is accepted: here, from the download link just listed.
+    const byPath = await resend.emails.send({ ...email, attachments: [{ filename: 'copy.pdf', path: listed.data!.data[0]!.download_url }] });
+    expect(byPath).toMatchObject({ data: { id: uuid }, error: null });
+    const copied = await server.store.emails.attachments(byPath.data!.id);
+    expect(copied.map((a) => [a.filename, a.content_type, Buffer.from(a.content, 'base64').equals(pdf)])).toEqual([['copy.pdf', 'application/pdf', true]]);
+    const unreachable = await resend.emails.send({ ...email, attachments: [{ filename: 'a.pdf', path: 'http://127.0.0.1:1/a.pdf' }] });
+    expect(unreachable).toMatchObject({ data: null, error: { name: 'validation_error', statusCode: 422, message: expect.stringContaining('`attachments.0.path` could not be fetched') } });
     expect((await resend.batch.send([{ ...email, attachments: [{ filename: 'a.txt', content: 'aGk=' }] } as never])).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
   });
 

@@ -152,7 +152,7 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
     if ('const' in schema) return fc.constant(schema.const);
     if (schema.allOf && !schema.type) return narrowed(schema, mode);
     if (schema.enum) return fc.constantFrom(...schema.enum);
-    if (schema.oneOf || schema.anyOf) return fc.oneof(...(schema.oneOf ?? schema.anyOf).map((s: Schema) => build(s, mode)));
+    if ((schema.oneOf || schema.anyOf) && schema.type !== 'object') return fc.oneof(...(schema.oneOf ?? schema.anyOf).map((s: Schema) => build(s, mode)));
     if (Array.isArray(schema.type)) return fc.oneof(...schema.type.map((type: string) => structure({ ...schema, type }, mode)));
     // propertyNames schemas state only string keywords.
     const type = schema.type ?? (schema.pattern || schema.format || schema.maxLength !== undefined ? 'string' : undefined);
@@ -240,6 +240,9 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
     const model = Object.fromEntries(Object.entries(properties).filter(([, s]) => s !== false).map(([key, s]) => [key, build(s, mode)]));
     // allOf: [{anyOf: [{required: [a]}, {required: [b]}]}] says "a or b": pick one alternative per member.
     const alternatives = (schema.allOf ?? []).map((member: any) => fc.constantFrom(...(member.anyOf ?? [member]).map((s: any) => s.required ?? [])));
+    // oneOf: [{required: [a]}, {required: [b]}] says "a or b, not both" (an attachment's content or path).
+    const exclusive: string[] = (schema.oneOf ?? []).map((member: any) => member.required[0]);
+    if (exclusive.length > 0) alternatives.push(fc.constantFrom(...exclusive.map((name) => [name])));
     const extras = schema.patternProperties
       ? patternDictionary(schema, mode)
       : schema.additionalProperties && schema.additionalProperties !== true
@@ -253,6 +256,8 @@ export function schemaArbitraries(spec: OpenApiDocument, hints: Hints = DEFAULT_
       })
       .map((value: Record<string, unknown>) => {
         // dependentSchemas: with `template`, `html` and `text` are `false` (must be absent).
+        const chosen = exclusive.find((name) => name in value);
+        for (const name of exclusive) if (name !== chosen) delete value[name];
         for (const [key, dependent] of Object.entries<any>(schema.dependentSchemas ?? {})) {
           if (key in value) for (const [name, s] of Object.entries(dependent.properties ?? {})) if (s === false) delete value[name];
         }

@@ -1,6 +1,6 @@
 // Attachments on a single send: stored apart from the email, read by the worker for that email alone,
 // and delivered as real MIME to a real SMTP server on 127.0.0.1, parsed with mailparser. Bad ones are
-// refused with the contract's error, and a batch refuses them by name.
+// refused with the contract's error, and a batch refuses them by name. Files given by `path`: attachment-paths.test.ts.
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -202,16 +202,6 @@ describe.each(backends)('attachments on %s', (backend) => {
     const error = (await res.json()) as { name: string; message: string };
     expect(error.name).toBe('validation_error');
     expect(error.message).toContain(message);
-  });
-
-  // A `path` to fetch the file from, as Resend takes, is not fetched: the content must be given.
-  it.each([
-    ['no content', [{ filename: 'a.txt' }]],
-    ['a path to fetch instead', [{ filename: 'a.txt', path: 'https://example.com/a.txt' }]],
-  ])('refuses an attachment with %s as a missing field', async (_case, attachments) => {
-    const res = await post('/emails', { from: 'team@acme.dev', to: 'ada@example.com', subject: 'Bad', text: 'x', attachments });
-    expect(res.status).toBe(422);
-    expect(await res.json()).toMatchObject({ name: 'missing_required_field', message: 'Missing `attachments.0.content` field.' });
   });
 
   it('refuses two inline attachments with one content id', async () => {
