@@ -105,6 +105,8 @@ function SignIn({ onSignedIn, ended }: { onSignedIn: (key: string) => void; ende
       <form
         onSubmit={async (event) => {
           event.preventDefault();
+          // Spaces alone pass `required`; the client would refuse them with words for developers.
+          if (!key.trim()) return setError({ statusCode: 401, name: 'missing_api_key', message: 'Enter an API key: it starts with re_.' });
           setChecking(true);
           const refused = await checkKey(key.trim()).catch((failure: Error) => ({ statusCode: 500, name: 'internal_server_error' as const, message: failure.message }));
           setChecking(false);

@@ -111,6 +111,35 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown
   );
 }
 
+/**
+ * A button that calls the API, its action run one at a time as a Form's: a second click while the first
+ * is running (a double click, past a confirm) is ignored, so that "Rotate secret" rotates once.
+ */
+export function ActionButton({ onClick, children, ...rest }: { onClick: () => unknown; children: ComponentChildren; class?: string; disabled?: boolean; 'aria-label'?: string }) {
+  const running = useRef(false);
+  const [busy, setBusy] = useState(false);
+  return (
+    <button
+      type="button"
+      {...rest}
+      aria-busy={busy}
+      onClick={async () => {
+        if (running.current) return;
+        running.current = true;
+        setBusy(true);
+        try {
+          await onClick();
+        } finally {
+          running.current = false;
+          setBusy(false);
+        }
+      }}
+    >
+      {children}
+    </button>
+  );
+}
+
 /** An error from the API, with its message as the server wrote it; announced to screen readers. */
 export function ErrorNote({ error }: { error: MailroomError | Error | null | undefined }) {
   if (!error) return null;

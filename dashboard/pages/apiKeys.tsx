@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient, useSession } from '../session.tsx';
-import { ErrorNote, Form, Loading, PageHeading, Select, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Loading, PageHeading, Select, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
 
 type Permission = MailroomSchemas['ApiKeyPermission'];
 const PERMISSIONS: { value: Permission; label: string }[] = [
@@ -81,9 +81,9 @@ function ApiKeys() {
                   <When iso={key.last_used_at} />
                 </td>
                 <td>
-                  <button type="button" class="danger" onClick={() => revoke(key)} aria-label={`Revoke ${key.name}`}>
+                  <ActionButton class="danger" onClick={() => revoke(key)} aria-label={`Revoke ${key.name}`}>
                     Revoke
-                  </button>
+                  </ActionButton>
                 </td>
               </tr>
             ))}

@@ -7,7 +7,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Link, Loading, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
 
 type Broadcast = MailroomSchemas['Broadcast'];
 type Draft = Record<'name' | 'from' | 'reply_to' | 'subject' | 'preview_text' | 'segment_id' | 'topic_id' | 'html' | 'text', string>;
@@ -214,9 +214,9 @@ function SendControls({ broadcast, unsaved, onChanged }: { broadcast: Broadcast;
     <section class="panel" aria-labelledby="send-heading">
       <h2 id="send-heading">Send</h2>
       <div class="actions">
-        <button type="button" disabled={unsaved} onClick={() => confirm('Send this broadcast to its segment now?') && send()}>
+        <ActionButton disabled={unsaved} onClick={() => confirm('Send this broadcast to its segment now?') && send()}>
           Send now
-        </button>
+        </ActionButton>
       </div>
       <Form
         class="row"
@@ -249,8 +249,7 @@ function Sending({ broadcast, onChanged }: { broadcast: Broadcast; onChanged: ()
     <>
       <PageHeading title={`Broadcast: ${broadcast.name || 'Untitled'}`}>
         {cancelable && (
-          <button
-            type="button"
+          <ActionButton
             class="danger"
             onClick={async () => {
               if (!confirm(broadcast.status === 'scheduled' ? 'Cancel this broadcast? It becomes a draft again.' : 'Cancel this broadcast? Emails not yet sent will not be.')) return;
@@ -260,7 +259,7 @@ function Sending({ broadcast, onChanged }: { broadcast: Broadcast; onChanged: ()
             }}
           >
             Cancel broadcast
-          </button>
+          </ActionButton>
         )}
         <button type="button" class="secondary" onClick={onChanged}>
           Refresh

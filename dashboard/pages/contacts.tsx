@@ -5,7 +5,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 
@@ -68,12 +68,15 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
   const [unsubscribed, setUnsubscribed] = useState(false);
   const [rows, setRows] = useState<PropertyRow[]>([]);
   const [error, setError] = useState<MailroomError | null>(null);
+  /** The contact that already had the address given: the API answers 200 with it, unchanged. */
+  const [existing, setExisting] = useState<string | null>(null);
   return (
     <Form
       class="panel"
       aria-labelledby="new-contact"
       onSubmit={async () => {
-        const { error } = await client.contacts.create({
+        setExisting(null);
+        const { data, error, response } = await client.contacts.create({
           email: email.trim(),
           ...(firstName && { first_name: firstName }),
           ...(lastName && { last_name: lastName }),
@@ -82,6 +85,8 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
         });
         setError(error ?? null);
         if (error) return;
+        // Kept as typed: nothing of it was saved.
+        if (response.status === 200) return setExisting(data.id);
         setEmail('');
         setFirstName('');
         setLastName('');
@@ -99,6 +104,11 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
       <Checkbox label="Unsubscribed" checked={unsubscribed} onValue={setUnsubscribed} />
       <PropertiesEditor rows={rows} onRows={setRows} />
       <ErrorNote error={error} />
+      {existing && (
+        <p class="error" role="alert">
+          A contact with this address already exists, and was left as it is. <Link to={`/contacts/${existing}`}>Open it</Link> to change it.
+        </p>
+      )}
       <button type="submit">Create contact</button>
     </Form>
   );
@@ -205,6 +215,8 @@ function ContactSegments({ contactId }: { contactId: string }) {
   const path = (segmentId: string) => ({ params: { path: { contact_id: contactId, segment_id: segmentId } } });
   const inSegments = new Set(memberships.data?.data.map((segment) => segment.id));
   const others = (segments.data?.data ?? []).filter((segment) => !inSegments.has(segment.id));
+  // The choice, while it is still one to add: once added it leaves the list, and the first left is shown.
+  const selected = others.some((segment) => segment.id === chosen) ? chosen : others[0]?.id;
   return (
     <section class="panel" aria-labelledby="contact-segments">
       <h2 id="contact-segments">Segments</h2>
@@ -215,8 +227,7 @@ function ContactSegments({ contactId }: { contactId: string }) {
         {memberships.data?.data.map((segment) => (
           <li key={segment.id}>
             <Link to={`/segments/${segment.id}`}>{segment.name}</Link>{' '}
-            <button
-              type="button"
+            <ActionButton
               class="secondary"
               onClick={async () => {
                 const { error } = await client.DELETE('/contacts/{contact_id}/segments/{segment_id}', path(segment.id));
@@ -224,8 +235,8 @@ function ContactSegments({ contactId }: { contactId: string }) {
                 memberships.reload();
               }}
             >
-              Remove from {segment.name}
-            </button>
+              Remove<span class="visually-hidden"> from {segment.name}</span>
+            </ActionButton>
           </li>
         ))}
       </ul>
@@ -233,13 +244,12 @@ function ContactSegments({ contactId }: { contactId: string }) {
         <Form
           class="row"
           onSubmit={async () => {
-            const segmentId = chosen || others[0]!.id;
-            const { error } = await client.POST('/contacts/{contact_id}/segments/{segment_id}', path(segmentId));
+            const { error } = await client.POST('/contacts/{contact_id}/segments/{segment_id}', path(selected!));
             setError(error ?? null);
             memberships.reload();
           }}
         >
-          <Select label="Segment" value={chosen || others[0]!.id} onValue={setChosen} options={others.map((segment) => ({ value: segment.id, label: segment.name }))} />
+          <Select label="Segment" value={selected!} onValue={setChosen} options={others.map((segment) => ({ value: segment.id, label: segment.name }))} />
           <button type="submit">Add to segment</button>
         </Form>
       )}
@@ -254,8 +264,7 @@ function ContactPage({ id }: Record<string, string>) {
   return (
     <>
       <PageHeading title={contact.data?.email ?? 'Contact'}>
-        <button
-          type="button"
+        <ActionButton
           class="danger"
           disabled={!contact.data}
           onClick={async () => {
@@ -266,7 +275,7 @@ function ContactPage({ id }: Record<string, string>) {
           }}
         >
           Delete contact
-        </button>
+        </ActionButton>
       </PageHeading>
       <p>
         <Link to="/contacts">All contacts</Link>

@@ -6,7 +6,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
 
 type Status = MailroomSchemas['EmailEvent'];
 // A Record, so that the compiler names any status the contract adds and this page lacks.
@@ -125,8 +125,7 @@ function EmailPage({ id }: Record<string, string>) {
     <>
       <PageHeading title={e ? e.subject || '(no subject)' : 'Email'}>
         {e?.last_event === 'scheduled' && (
-          <button
-            type="button"
+          <ActionButton
             class="danger"
             onClick={async () => {
               if (!confirm('Cancel this email? It will not be sent.')) return;
@@ -137,7 +136,7 @@ function EmailPage({ id }: Record<string, string>) {
             }}
           >
             Cancel email
-          </button>
+          </ActionButton>
         )}
         <button type="button" class="secondary" onClick={() => (email.reload(), events.reload())}>
           Refresh

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 function Segments() {
   const client = useClient();
@@ -23,7 +23,7 @@ function Segments() {
         class="panel row"
         aria-label="New segment"
         onSubmit={async () => {
-          if (await run(() => client.POST('/segments', { body: { name } }))) setName('');
+          if (await run(() => client.POST('/segments', { body: { name: name.trim() } }))) setName('');
         }}
       >
         <TextField label="Name" value={name} onValue={setName} required />
@@ -52,9 +52,9 @@ function Segments() {
                   <When iso={segment.created_at} />
                 </td>
                 <td>
-                  <button type="button" class="danger" onClick={() => remove(segment)}>
-                    Delete {segment.name}
-                  </button>
+                  <ActionButton class="danger" onClick={() => remove(segment)}>
+                    Delete<span class="visually-hidden"> {segment.name}</span>
+                  </ActionButton>
                 </td>
               </tr>
             ))}
@@ -103,13 +103,12 @@ function SegmentMembers({ id }: Record<string, string>) {
                   </td>
                   <td>{[contact.first_name, contact.last_name].filter(Boolean).join(' ')}</td>
                   <td>
-                    <button
-                      type="button"
+                    <ActionButton
                       class="secondary"
                       onClick={() => run(() => client.DELETE('/contacts/{contact_id}/segments/{segment_id}', { params: { path: { contact_id: contact.id, segment_id: id! } } }))}
                     >
-                      Remove {contact.email}
-                    </button>
+                      Remove<span class="visually-hidden"> {contact.email}</span>
+                    </ActionButton>
                   </td>
                 </tr>
               ))}

@@ -4,7 +4,7 @@ import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type Origin = MailroomSchemas['SuppressionOrigin'];
 const ORIGINS: Record<Origin, string> = { bounce: 'Bounce', complaint: 'Complaint', manual: 'Added by hand' };
@@ -71,9 +71,9 @@ function Suppressions() {
                     <When iso={suppression.created_at} />
                   </td>
                   <td>
-                    <button type="button" class="danger" onClick={() => remove(suppression)}>
-                      Remove {suppression.email}
-                    </button>
+                    <ActionButton class="danger" onClick={() => remove(suppression)}>
+                      Remove<span class="visually-hidden"> {suppression.email}</span>
+                    </ActionButton>
                   </td>
                 </tr>
               ))}

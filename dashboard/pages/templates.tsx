@@ -7,7 +7,7 @@ import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
 type Template = MailroomSchemas['Template'];
 type Variable = { key: string; type: 'string' | 'number'; fallback: string };
@@ -134,13 +134,12 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
       <PageHeading title={template ? `Template: ${template.name}` : 'New template'}>
         {template && <span class={`status status-${template.status}`}>{template.status}</span>}
         {template && (
-          <button type="button" disabled={unsaved} onClick={() => act(() => client.templates.publish(template.id), () => onChanged?.())}>
+          <ActionButton disabled={unsaved} onClick={() => act(() => client.templates.publish(template.id), () => onChanged?.())}>
             Publish
-          </button>
+          </ActionButton>
         )}
         {template && (
-          <button
-            type="button"
+          <ActionButton
             class="danger"
             onClick={() =>
               confirm(`Delete the template “${template.name}”? Emails already sent from it are not affected.`) &&
@@ -148,7 +147,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
             }
           >
             Delete template
-          </button>
+          </ActionButton>
         )}
       </PageHeading>
       <p>

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Form, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
 
 type Subscription = MailroomSchemas['TopicSubscription'];
 type Visibility = MailroomSchemas['TopicVisibility'];
@@ -32,7 +32,7 @@ function Topics() {
         class="panel"
         aria-labelledby="new-topic"
         onSubmit={async () => {
-          if (!(await run(() => client.POST('/topics', { body: { name, default_subscription: subscription, visibility, ...(description && { description }) } })))) return;
+          if (!(await run(() => client.POST('/topics', { body: { name: name.trim(), default_subscription: subscription, visibility, ...(description && { description }) } })))) return;
           setName('');
           setDescription('');
         }}
@@ -72,9 +72,9 @@ function Topics() {
                 <td>{topic.default_subscription === 'opt_in' ? 'Opted in' : 'Opted out'}</td>
                 <td>{topic.visibility === 'public' ? 'Public' : 'Private'}</td>
                 <td>
-                  <button type="button" class="danger" onClick={() => remove(topic)}>
-                    Delete {topic.name}
-                  </button>
+                  <ActionButton class="danger" onClick={() => remove(topic)}>
+                    Delete<span class="visually-hidden"> {topic.name}</span>
+                  </ActionButton>
                 </td>
               </tr>
             ))}

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { Checkbox, ErrorNote, Form, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, Form, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
 
 type EventType = MailroomSchemas['WebhookEventType'];
 // A Record, so that the compiler names any event type the contract adds and this page lacks.
@@ -20,10 +20,12 @@ function Webhooks() {
   const webhooks = useLoad(() => client.GET('/webhooks'), []);
   const [endpoint, setEndpoint] = useState('');
   const [events, setEvents] = useState<Set<EventType>>(new Set(['email.sent', 'email.delivered', 'email.bounced', 'email.complained']));
-  const [secret, setSecret] = useState<string | null>(null);
+  /** A secret shown once, of a webhook just created or rotated: gone with its webhook. */
+  type Shown = { id: string; endpoint: string; secret: string };
+  const [secret, setSecret] = useState<Shown | null>(null);
   const [createError, setCreateError] = useState<MailroomError | null>(null);
   const [rowError, setRowError] = useState<MailroomError | null>(null);
-  const [rotated, setRotated] = useState<{ endpoint: string; secret: string } | null>(null);
+  const [rotated, setRotated] = useState<Shown | null>(null);
   const path = (id: string) => ({ params: { path: { webhook_id: id } } });
 
   async function setStatus(webhook: MailroomSchemas['WebhookSummary'], status: MailroomSchemas['WebhookStatus']) {
@@ -36,13 +38,17 @@ function Webhooks() {
     if (!confirm(`Give the webhook to ${webhook.endpoint} a new signing secret? For a day, deliveries are signed with the old one as well.`)) return;
     const { data, error } = await client.POST('/webhooks/{webhook_id}/signing-secret/rotate', path(webhook.id));
     setRowError(error ?? null);
-    setRotated(data ? { endpoint: webhook.endpoint, secret: data.signing_secret } : null);
+    setRotated(data ? { id: webhook.id, endpoint: webhook.endpoint, secret: data.signing_secret } : null);
   }
 
   async function remove(webhook: MailroomSchemas['WebhookSummary']) {
     if (!confirm(`Delete the webhook to ${webhook.endpoint}? Events it is still owed are dropped.`)) return;
     const { error } = await client.DELETE('/webhooks/{webhook_id}', path(webhook.id));
     setRowError(error ?? null);
+    if (!error) {
+      if (secret?.id === webhook.id) setSecret(null);
+      if (rotated?.id === webhook.id) setRotated(null);
+    }
     webhooks.reload();
   }
 
@@ -55,7 +61,7 @@ function Webhooks() {
         onSubmit={async () => {
           const { data, error } = await client.POST('/webhooks', { body: { endpoint: endpoint.trim(), events: ALL.filter((type) => events.has(type)) } });
           setCreateError(error ?? null);
-          setSecret(data?.signing_secret ?? null);
+          setSecret(data ? { id: data.id, endpoint: endpoint.trim(), secret: data.signing_secret } : null);
           if (!data) return;
           setEndpoint('');
           webhooks.reload();
@@ -83,7 +89,7 @@ function Webhooks() {
         </fieldset>
         <ErrorNote error={createError} />
         <button type="submit">Create webhook</button>
-        {secret && <ShownOnce label="Signing secret" value={secret} />}
+        {secret && <ShownOnce label={`Signing secret of ${secret.endpoint}`} value={secret.secret} />}
       </Form>
       <ErrorNote error={webhooks.error ?? rowError} />
       {rotated && <ShownOnce label={`New signing secret of ${rotated.endpoint}`} value={rotated.secret} />}
@@ -116,20 +122,20 @@ function Webhooks() {
                 <td>
                   <div class="actions">
                   {webhook.status === 'enabled' ? (
-                    <button type="button" class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
+                    <ActionButton class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
                       Disable
-                    </button>
+                    </ActionButton>
                   ) : (
-                    <button type="button" class="secondary" onClick={() => setStatus(webhook, 'enabled')}>
+                    <ActionButton class="secondary" onClick={() => setStatus(webhook, 'enabled')}>
                       Enable
-                    </button>
+                    </ActionButton>
                   )}
-                  <button type="button" class="secondary" onClick={() => rotate(webhook)}>
+                  <ActionButton class="secondary" onClick={() => rotate(webhook)}>
                     Rotate secret
-                  </button>
-                  <button type="button" class="danger" onClick={() => remove(webhook)}>
+                  </ActionButton>
+                  <ActionButton class="danger" onClick={() => remove(webhook)}>
                     Delete
-                  </button>
+                  </ActionButton>
                   </div>
                 </td>
               </tr>

@@ -126,6 +126,95 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     expect(await overflows(page)).toBe(false);
   });
 
+  it('keeps words whole in buttons, statuses and column heads beside long text, at 1280 px and at 375 px', async () => {
+    // One email's long recipients used to take every column's room: "Delet/e", "Se/nt", dates on five lines.
+    const to = Array.from({ length: 12 }, (_, n) => `a-very-long-recipient-address-number-${n}@subdomain.example.com`);
+    await api('POST', '/emails', { from: 'team@acme.dev', to, subject: `A subject that goes on ${'and on '.repeat(20)}`, text: 'x' });
+    await api('POST', '/webhooks', { endpoint: 'https://hooks.example.com/words', events: ['email.sent'] });
+    const page = await open('/emails');
+    /** Elements whose text is one word yet takes more than one line. */
+    const broken = (selector: string) =>
+      page.evaluate((selector) => {
+        const lineHeight = (element: Element) => parseFloat(getComputedStyle(element).lineHeight) || 20;
+        return [...document.querySelectorAll(selector)]
+          .filter((element) => !/\s/.test(element.textContent!.trim()) && element.getBoundingClientRect().height > 1.5 * lineHeight(element) + 16)
+          .map((element) => element.textContent);
+      }, selector);
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const path of ['/emails', '/webhooks', '/topics']) {
+        await page.goto(`${server.url}/dashboard${path}`);
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await page.locator('table, p').first().waitFor();
+        expect(await broken('button, .status, th'), `${path} at ${width} px`).toEqual([]);
+      }
+    }
+  });
+
+  it('makes one call of a double click on an action button past its confirm: one rotation, one secret shown', async () => {
+    const { id } = await api('POST', '/webhooks', { endpoint: 'https://hooks.example.com/rotate-twice', events: ['email.sent'] });
+    const page = await open('/webhooks');
+    let rotations = 0;
+    await page.route(`**/webhooks/${id}/signing-secret/rotate`, async (route) => {
+      rotations++;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await route.continue();
+    });
+    const row = page.getByRole('row').filter({ hasText: 'rotate-twice' });
+    await row.getByRole('button', { name: 'Rotate secret' }).dblclick();
+    await page.getByText('New signing secret of https://hooks.example.com/rotate-twice').waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(rotations).toBe(1);
+    // Deleting the webhook takes its secret off the page.
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect(await page.getByText('New signing secret of https://hooks.example.com/rotate-twice').count()).toBe(0);
+  });
+
+  it('says what a proxy\'s error page without a message means, rather than an empty alert', async () => {
+    const page = await open('/contacts');
+    // The API's list only, not the page itself (the app is at /dashboard/segments).
+    await page.route(`${server.url}/segments`, (route) => route.fulfill({ status: 502, contentType: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>' }));
+    await page.goto(`${server.url}/dashboard/segments`);
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/^The server answered 502.*Try again/);
+    await page.unroute(`${server.url}/segments`);
+  });
+
+  it('says a contact with the address exists and keeps what was typed, rather than clearing the form', async () => {
+    const existing = await api('POST', '/contacts', { email: 'already@example.com', first_name: 'Ada' });
+    const page = await open('/contacts');
+    const form = page.locator('form[aria-labelledby="new-contact"]');
+    await form.getByLabel('Email').fill('already@example.com');
+    await form.getByLabel('First name').fill('Bob');
+    await page.getByRole('button', { name: 'Create contact' }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'A contact with this address already exists' });
+    await alert.waitFor();
+    expect(await alert.getByRole('link', { name: 'Open it' }).getAttribute('href')).toBe(`/dashboard/contacts/${existing.id}`);
+    expect(await form.getByLabel('First name').inputValue()).toBe('Bob');
+    expect((await api('GET', `/contacts/${existing.id}`)).first_name).toBe('Ada');
+  });
+
+  it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
+    const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
+    const first = await api('POST', '/segments', { name: 'Choice one' });
+    const second = await api('POST', '/segments', { name: 'Choice two' });
+    const page = await open(`/contacts/${contact.id}`);
+    const select = page.getByLabel('Segment', { exact: true });
+    await select.selectOption({ label: 'Choice one' });
+    await page.getByRole('button', { name: 'Add to segment' }).click();
+    await page.getByRole('link', { name: 'Choice one' }).waitFor();
+    const shown = await select.evaluate((element: HTMLSelectElement) => element.options[element.selectedIndex]?.text ?? '');
+    expect(shown).not.toBe('');
+    expect(shown).not.toBe('Choice one');
+    await select.selectOption({ label: 'Choice two' });
+    await page.getByRole('button', { name: 'Add to segment' }).click();
+    await page.getByRole('link', { name: 'Choice two' }).waitFor();
+    const memberships = (await api('GET', `/contacts/${contact.id}/segments`)).data as { id: string }[];
+    expect(memberships.map((segment) => segment.id).sort()).toEqual([first.id, second.id].sort());
+  });
+
   it('fits a phone: at 375 px the sections sit above the page and nothing reaches past the edge', async () => {
     const page = await open('/contacts');
     await page.setViewportSize({ width: 375, height: 800 });
