@@ -2237,8 +2237,9 @@ export interface components {
          * @description Where the broadcast stands. A broadcast is created as a `draft` (or sent at once with `send`);
          *     sending it makes it `scheduled` when a time was given, and `queued` when it goes out now or
          *     its time comes. It is `sent` once every recipient's email is in the outbox (`sent_at` is set
-         *     then). A `scheduled` or `queued` broadcast can be `canceled`. Only a `draft` can be changed,
-         *     deleted or sent; any other move is refused with 422 naming the status.
+         *     then). A `scheduled` broadcast can be canceled, back to `draft`, and a `queued` one, which
+         *     ends `canceled`. Only a `draft` can be changed or sent, and only a `draft` or a `scheduled`
+         *     one deleted; any other move is refused with 422 naming the status.
          * @enum {string}
          */
         BroadcastStatus: "draft" | "scheduled" | "queued" | "sent" | "canceled";
@@ -2274,7 +2275,7 @@ export interface components {
          */
         BroadcastName: string;
         /**
-         * @description The preview text shown by mail clients.
+         * @description The preview text mail clients show beside the subject in the inbox; sent as hidden text at the start of the html's body.
          * @example Three features you asked for
          */
         PreviewText: string;

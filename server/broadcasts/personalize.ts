@@ -9,7 +9,7 @@
 // (./placeholders.ts, which the dashboard's preview shares).
 import type { BroadcastRecord } from '../store/broadcasts.ts';
 import { plainText } from '../delivery/message.ts';
-import type { Placeholder } from '../templates/render.ts';
+import { escapeHtml, type Placeholder } from '../templates/render.ts';
 import { parseParts, type Part, type PreparedBroadcast } from './placeholders.ts';
 
 export { personalize, PersonalizedTooLong, type Personalized, type PreparedBroadcast, type Recipient } from './placeholders.ts';
@@ -21,13 +21,29 @@ const MARK_CLOSE = '\uE001';
 const MARKS = /[\uE000\uE001]/g;
 const MARKED = /\uE000(\d+)\uE001/g;
 
-export function prepareBroadcast(broadcast: Pick<BroadcastRecord, 'subject' | 'html' | 'text'>): PreparedBroadcast {
+export function prepareBroadcast(broadcast: Pick<BroadcastRecord, 'subject' | 'html' | 'text'> & { preview_text?: string | null }): PreparedBroadcast {
   const html = broadcast.html ? parseParts(broadcast.html) : null; // none when empty, as for single emails
   let text: Part[] | null;
   if (broadcast.text !== null) text = broadcast.text === '' ? null : parseParts(broadcast.text);
-  else text = html && textFromHtml(html);
-  return { subject: parseParts(broadcast.subject), html, text };
+  else text = html && textFromHtml(html); // without the preview text: it is the inbox's, not the message's
+  return { subject: parseParts(broadcast.subject), html: html && withPreviewText(html, broadcast.preview_text), text };
 }
+
+/**
+ * The preview text as mail clients find it: the first text of the html's body, in an element they
+ * show in the inbox list but not in the message. Taken as it is written, placeholders and all.
+ */
+function withPreviewText(html: Part[], preview: string | null | undefined): Part[] {
+  if (!preview) return html;
+  const hidden = `<div style="display:none;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all">${escapeHtml(preview)}</div>`;
+  const at = html.findIndex((part) => typeof part === 'string' && BODY_START.test(part));
+  if (at < 0) return [hidden, ...html];
+  const start = html[at] as string;
+  const end = BODY_START.exec(start)!.index + BODY_START.exec(start)![0].length;
+  return [...html.slice(0, at), start.slice(0, end) + hidden + start.slice(end), ...html.slice(at + 1)];
+}
+
+const BODY_START = /<body\b[^>]*>/i;
 
 /** The plain text of an html template, made once, with its placeholders kept as placeholders. */
 function textFromHtml(html: Part[]): Part[] {
@@ -77,7 +93,7 @@ export class SendingBroadcasts {
     return found;
   }
 
-  add(record: Pick<BroadcastRecord, 'id' | 'segment_id' | 'topic_id' | 'subject' | 'html' | 'text'>): SendingBroadcast {
+  add(record: Pick<BroadcastRecord, 'id' | 'segment_id' | 'topic_id' | 'subject' | 'html' | 'text' | 'preview_text'>): SendingBroadcast {
     const entry = { id: record.id, segment_id: record.segment_id, topic_id: record.topic_id, prepared: prepareBroadcast(record) };
     if (this.entries.size >= this.max) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(record.id, entry);

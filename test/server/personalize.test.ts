@@ -43,6 +43,18 @@ describe('personalize', () => {
     expect(render({ subject: 'Hi {{{FIRST_NAME}}}!' }, { ...steve, first_name: 'Eve\r\nBcc: victim@example.com' }).subject).toBe('Hi Eve Bcc: victim@example.com!');
   });
 
+  it('puts the preview text first in the body, hidden and escaped, and leaves it out of the plain text made from the html', () => {
+    const hidden = (html: string) => /<div style="display:none;[^"]*">Sale &lt;today&gt; &amp; more<\/div>/.exec(html)?.index;
+    const preview_text = 'Sale <today> & more';
+    const bare = personalize(prepareBroadcast({ subject: 's', html: '<p>Hi {{{FIRST_NAME|there}}}</p>', text: null, preview_text }), steve, URL);
+    expect(hidden(bare.html!)).toBe(0);
+    expect(bare.html).toContain('<p>Hi Steve</p>');
+    expect(bare.text).not.toContain('Sale');
+    const page = personalize(prepareBroadcast({ subject: 's', html: '<html><head><title>t</title></head><body class="x"><p>Hi</p></body></html>', text: null, preview_text }), steve, URL);
+    expect(hidden(page.html!)).toBe(page.html!.indexOf('<body class="x">') + '<body class="x">'.length);
+    expect(personalize(prepareBroadcast({ subject: 's', html: '<p>Hi</p>', text: null, preview_text: null }), steve, URL).html).toBe('<p>Hi</p>');
+  });
+
   it('reads own properties only, and leaves text that is not a placeholder alone', () => {
     const text = '[{{{constructor}}}] [{{{__proto__}}}] [{{{contact.toString}}}] {{{contact.}}} {{{.x}}} {{{contact.plan.x}}} {{ plan }} {{{FIRST_NAME}}';
     // `contact.` and `contact.plan.x` are placeholders naming no property: empty, like any other.
@@ -88,7 +100,7 @@ describe('personalize', () => {
 
   it('parses each broadcast once, and keeps a bounded number', () => {
     const cache = new SendingBroadcasts(2);
-    const record = (id: string) => ({ id, segment_id: 's', topic_id: null, subject: id, html: null, text: 't' });
+    const record = (id: string) => ({ id, segment_id: 's', topic_id: null, subject: id, html: null, text: 't', preview_text: null });
     const first = cache.add(record('a'));
     expect(cache.get('a')).toBe(first);
     cache.add(record('b'));
