@@ -19,7 +19,9 @@ import { openStore } from './store/index.ts';
 import { WebhookDispatcher } from './webhooks/dispatch.ts';
 
 const config = configOrExit();
-const logger = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false })).child({ role: 'delivery' });
+// Each loop's lines carry its role; pino would repeat a `role` given to a child of a child.
+const lines = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
+const logger = lines.child({ role: 'delivery' });
 if (!config.smtpUrl && config.production) {
   // The capture transport is for development and tests: in production it would lose mail quietly.
   logger.warn('SMTP_URL is not set: messages are captured in the store and marked delivered, not sent');
@@ -52,11 +54,11 @@ async function start() {
     const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
     const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal, timeoutMs: config.delivery.leaseMs / 2 }) : captureTransport();
     const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
-    const fanout = first ? new FanoutWorker(store, logger.child({ role: 'fanout' }), config.fanout) : undefined;
-    const webhooks = parentPort ? undefined : new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks);
+    const fanout = first ? new FanoutWorker(store, lines.child({ role: 'fanout' }), config.fanout) : undefined;
+    const webhooks = parentPort ? undefined : new WebhookDispatcher(store, lines.child({ role: 'webhooks' }), config.webhooks);
     // The listener first: if its port cannot be had, the worker ends before it has claimed any email,
     // rather than leaving the emails it claimed to wait out their lease.
-    const inbound = config.inbound && first ? await startInbound(store, logger.child({ role: 'inbound' }), config.inbound) : undefined;
+    const inbound = config.inbound && first ? await startInbound(store, lines.child({ role: 'inbound' }), config.inbound) : undefined;
     return { store, worker, fanout, webhooks, inbound };
   } catch (error) {
     await store.close();

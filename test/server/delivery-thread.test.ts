@@ -89,6 +89,10 @@ describe('npm start with DELIVERY_THREADS=2', () => {
       expect(started).toHaveLength(2);
       expect(server.output().match(/inbound SMTP listener started/g)).toHaveLength(1);
       expect(server.output()).not.toContain('EADDRINUSE');
+      // Each line names its role once: a key given twice is not JSON that every reader takes alike.
+      const inbound = server.output().split('\n').find((line) => line.includes('inbound SMTP listener started'))!;
+      expect(inbound.match(/"role":/g)).toEqual(['"role":']);
+      expect(JSON.parse(inbound).role).toBe('inbound');
     } finally {
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);
