@@ -1,6 +1,7 @@
 // What a bounce says, in the shape Resend's `email.bounced` event carries it: a type (a 5.x.x status
 // is for good, a 4.x.x one may pass), a subtype read from the status code (RFC 3463), a sentence,
 // and each recipient's diagnostic as the receiving server worded it.
+import type { Refusal } from './transport.ts';
 
 export interface Bounce {
   type: 'Permanent' | 'Transient' | 'Undetermined';
@@ -44,14 +45,17 @@ export function suppresses(bounce: Bounce): boolean {
 
 /**
  * A relay's synchronous 5xx refusal of some recipients, as a Permanent bounce: each reply is a
- * diagnostic, and the enhanced status code of the first (when it gives one) the subtype.
+ * diagnostic, and the enhanced status code of the first (when it gives one) the subtype. The message
+ * names the recipients refused, unless the refusal was of the message itself (at the end of DATA).
  */
-export function refusal(replies: string[]): Bounce {
-  const first = replies[0] ?? '';
+export function refusal(refused: Refusal[]): Bounce {
+  const first = refused[0]?.reply ?? '';
+  const addresses = refused.map((r) => r.address);
+  const whom = refused.length === 0 || refused.some((r) => r.withMessage) ? '' : ` for ${addresses.slice(0, 3).join(', ')}${addresses.length > 3 ? ` and ${addresses.length - 3} more` : ''}`;
   return {
     type: 'Permanent',
     subType: bounceSubType(statusIn(first) ?? '5.0.0'),
-    message: `The receiving server refused the message: ${first}`.slice(0, 1000),
-    diagnosticCode: replies.map((reply) => `smtp; ${reply}`.slice(0, 1000)),
+    message: `The receiving server refused the message${whom}: ${first}`.slice(0, 1000),
+    diagnosticCode: refused.map((r) => `smtp; ${r.reply}`.slice(0, 1000)),
   };
 }

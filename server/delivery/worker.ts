@@ -181,7 +181,7 @@ export class DeliveryWorker {
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
     if (!(await this.persist(email, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
-    if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused.map((r) => r.reply)), refused.map((r) => r.address)), new Date()));
+    if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused), refused.map((r) => r.address)), new Date()));
   }
 
   /**
@@ -194,7 +194,7 @@ export class DeliveryWorker {
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);
     this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-    const bounce = refused?.length ? refusal(refused.map((r) => r.reply)) : undefined;
+    const bounce = refused?.length ? refusal(refused) : undefined;
     const partly = { deferred: deferred?.map((d) => d.address), sent, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
     if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');
   }
@@ -205,7 +205,7 @@ export class DeliveryWorker {
   }
 
   private async bounce(email: ClaimedEmail, refused: Refusal[]): Promise<void> {
-    const bounce = refusal(refused.map((r) => r.reply));
+    const bounce = refusal(refused);
     this.logger.warn({ emailId: email.id, reason: bounce.message }, 'delivery bounced');
     const addresses = suppressed(bounce, refused);
     if (!(await this.persist(email, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');

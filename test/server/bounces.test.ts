@@ -220,6 +220,8 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
       expect((await email(id)).last_event).toBe('bounced');
       const events = await eventsOf(id);
       expect(events.at(-1)).toEqual({ type: 'email.bounced', data: { bounce: expect.objectContaining({ type: 'Permanent', subType: 'NoEmail', diagnosticCode: [expect.stringContaining('5.1.1')] }) } });
+      // Which of them it was: the event's `to` lists both.
+      expect((events.at(-1) as { data: { bounce: { message: string } } }).data.bounce.message).toMatch(new RegExp(`^The receiving server refused the message for nouser\\.${backend}@example\\.com: 550`));
       expect(await suppression(refused)).toMatchObject({ origin: 'bounce', source_id: id });
       expect(await suppression(`fine.${backend}@example.com`)).toMatchObject({ name: 'not_found' });
     } finally {
