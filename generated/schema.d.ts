@@ -716,7 +716,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a broadcast
-         * @description Stops a broadcast before it goes out, back to `draft`, or a queued one, which ends `canceled` with its emails still waiting in the outbox.
+         * @description Stops a broadcast before it goes out, back to `draft`, or a queued one, which ends `canceled` with every email of it not yet handed to a relay.
          */
         post: operations["cancelBroadcast"];
         delete?: never;

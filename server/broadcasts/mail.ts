@@ -27,11 +27,13 @@ export class BroadcastMail {
 
   /**
    * The outcome of every broadcast email of a claimed batch, by email id. Reads each broadcast once
-   * (then from the cache), and the batch's contacts and topic choices in one query each.
+   * (then from the cache), and the batch's broadcast statuses, contacts and topic choices in one query each.
    */
   async forDelivery(emails: EmailRecord[]): Promise<Map<string, BroadcastOutcome>> {
     const ours = emails.filter((email) => email.broadcast_id !== null);
     const broadcasts = await this.sending(ours.map((email) => email.broadcast_id!));
+    // Its status, read now, not cached: a broadcast canceled since these emails were claimed sends none of them.
+    const statuses = await this.store.broadcasts.statuses([...broadcasts.keys()]);
     const contacts = await this.store.recipients.contacts(ours.flatMap((email) => (email.contact_id === null ? [] : [email.contact_id])));
     const pairs = ours.flatMap((email) => {
       const topicId = broadcasts.get(email.broadcast_id!)?.topic_id;
@@ -49,7 +51,9 @@ export class BroadcastMail {
       const broadcast = broadcasts.get(email.broadcast_id!);
       const contact = email.contact_id === null ? undefined : contacts.get(email.contact_id);
       let reason: string | undefined;
-      if (!broadcast) reason = 'its broadcast no longer exists';
+      const status = broadcast && statuses.get(broadcast.id);
+      if (!broadcast || !status) reason = 'its broadcast no longer exists';
+      else if (status === 'canceled') reason = 'the broadcast was canceled';
       else if (!contact) reason = 'the contact was deleted before the email went out';
       else if (contact.unsubscribed) reason = 'the contact unsubscribed before the email went out';
       else if (!members.has(`${contact.id}/${broadcast.segment_id}`)) reason = "the contact left the broadcast's segment before the email went out";

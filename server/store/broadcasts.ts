@@ -75,6 +75,13 @@ export class BroadcastStore {
     return undefined;
   }
 
+  /** The status of each of these broadcasts that exists, read now: all of a sending broadcast that can still change. */
+  async statuses(ids: string[]): Promise<Map<string, BroadcastStatus>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.selectFrom('broadcasts').select(['id', 'status']).where('id', 'in', ids).execute();
+    return new Map(rows.map((row) => [row.id, row.status]));
+  }
+
   async find(id: string): Promise<BroadcastRecord | undefined> {
     return (await this.byId({ id }))[0];
   }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FanoutWorker } from '../../server/broadcasts/fanout.ts';
+import { BroadcastMail } from '../../server/broadcasts/mail.ts';
 import { backends } from '../support/backends.ts';
 import { addContacts, addSegment, addTopic, outboxOf } from '../support/recipients.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -223,7 +224,7 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     expect((await read(queued)).status).toBe('queued');
   });
 
-  it('cancels a queued broadcast mid-fan-out: no more emails are written, those waiting end canceled, those in delivery go on', async () => {
+  it('cancels a queued broadcast mid-fan-out: no more emails are written, those waiting end canceled, those claimed are withdrawn at delivery', async () => {
     const db = server.store.database.db;
     const own = await addSegment(db, 'Cancel');
     await addContacts(db, Array.from({ length: 30 }, (_, i) => ({ email: `cancel-${backend}-${i}@example.com`, segments: [own] })));
@@ -248,6 +249,9 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     for (const email of events) expect(email.last_event).toBe(delivering.has(email.id) ? 'queued' : 'canceled');
     expect([...(await outboxOf(db, id)).values()].every((n) => n === 1)).toBe(true);
     expect(await read(id)).toMatchObject({ status: 'canceled', sent_at: null });
+    // The worker that claimed them reads the broadcast's status as it builds their messages: none goes out.
+    const outcomes = await new BroadcastMail(server.store, server.links).forDelivery(inDelivery);
+    expect([...outcomes.values()]).toEqual(inDelivery.map(() => ({ cancel: 'the broadcast was canceled' })));
   });
 
   it('answers 404 for unknown ids and 422 for ids that are not UUIDs, on every broadcast operation', async () => {
