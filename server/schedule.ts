@@ -25,6 +25,9 @@ export async function sendTime(scheduledAt: string | undefined, now: Date): Prom
     if (Number.isNaN(at) || !new Date(at).toISOString().startsWith(text)) throw unreadable();
     return due(at);
   }
+  // chrono-node takes any two digits of an offset (+24:00, +00:60); RFC 3339's run to 23:59.
+  const offset = /T[\d:.]+([+-])(\d{2}):?(\d{2})$/i.exec(text);
+  if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) throw unreadable();
   const { parse } = await import('chrono-node');
   const [found] = parse(text, { instant: now, timezone: 'UTC' }, { forwardDate: true });
   const at = found?.start.date().getTime();

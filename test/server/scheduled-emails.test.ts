@@ -85,6 +85,15 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
   it('is refused when scheduled_at is not a time, and in a batch', async () => {
     const { status, body } = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'whenever' });
     expect({ status, body }).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The `scheduled_at` `whenever` cannot be read as a time; give ISO 8601 or words such as `in 1 hour`.' } });
+    // An offset past 23:59, which chrono-node would take as given.
+    for (const scheduled_at of ['2030-01-01T00:00:00+24:00', '2030-01-01T00:00:00+00:60', '2030-01-01T00:00:00-2500']) {
+      const offset = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at });
+      expect(offset, scheduled_at).toMatchObject({ status: 422, body: { name: 'invalid_parameter', message: expect.stringContaining('cannot be read as a time') } });
+    }
+    const eastmost = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: '2030-01-01T00:00:00+14:00' });
+    expect(eastmost.status).toBe(200);
+    expect((await call('GET', `/emails/${eastmost.body.id}`)).body).toMatchObject({ scheduled_at: '2029-12-31T10:00:00.000Z' });
+    await call('POST', `/emails/${eastmost.body.id}/cancel`);
     const batch = await call('POST', '/emails/batch', [{ from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'in 1 hour' }]);
     expect(batch).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: 'emails[0]: The field `scheduled_at` is not supported in a batch; send that email on its own.' } });
   });
