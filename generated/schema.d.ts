@@ -3563,8 +3563,10 @@ export interface components {
     };
     parameters: {
         /**
-         * @description A key unique to this request. Sent again with the same body within 24 hours, it replays the
-         *     first response and sends nothing; sent with another body, it is refused with 409.
+         * @description A key unique to this request. Sent again to the same operation with the same body within 24
+         *     hours, it replays the first response and sends nothing; sent with another body, it is refused
+         *     with 409. Each API key and each operation (a single send, a batch) has keys of its own: the
+         *     same key sent to the other operation is another request.
          * @example welcome-batch/2026-11-21/user-123
          */
         IdempotencyKey: string;
@@ -3780,8 +3782,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description A key unique to this request. Sent again with the same body within 24 hours, it replays the
-                 *     first response and sends nothing; sent with another body, it is refused with 409.
+                 * @description A key unique to this request. Sent again to the same operation with the same body within 24
+                 *     hours, it replays the first response and sends nothing; sent with another body, it is refused
+                 *     with 409. Each API key and each operation (a single send, a batch) has keys of its own: the
+                 *     same key sent to the other operation is another request.
                  * @example welcome-batch/2026-11-21/user-123
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3825,8 +3829,10 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description A key unique to this request. Sent again with the same body within 24 hours, it replays the
-                 *     first response and sends nothing; sent with another body, it is refused with 409.
+                 * @description A key unique to this request. Sent again to the same operation with the same body within 24
+                 *     hours, it replays the first response and sends nothing; sent with another body, it is refused
+                 *     with 409. Each API key and each operation (a single send, a batch) has keys of its own: the
+                 *     same key sent to the other operation is another request.
                  * @example welcome-batch/2026-11-21/user-123
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

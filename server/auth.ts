@@ -19,6 +19,8 @@ const securityOf = (spec: OpenApiDocument, req: Request): SecurityRequirement[] 
 export function authenticate(spec: OpenApiDocument, store: Store): RequestHandler {
   return async (req, res, next) => {
     if (securityOf(spec, req).length === 0) return next();
+    // Node keeps the first of two; a proxy in front may read the last: who is asking must be plain.
+    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'authorization').length > 1) throw new ApiError(403, 'invalid_api_key', 'The Authorization header is given more than once: give the API key once.');
     const key = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
     if (!key) {
       throw new ApiError(401, 'missing_api_key', 'Missing API key in the authorization header. Use `Authorization: Bearer re_...`.');
@@ -53,3 +55,4 @@ export function authorize(spec: OpenApiDocument): RequestHandler {
     next();
   };
 }
+

@@ -1,5 +1,6 @@
 // Auth and every error path: the documented status and {statusCode, message, name} body.
 import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { connect } from 'node:net';
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +46,17 @@ describe.each(backends)('errors on %s', (backend) => {
     it('answers 403 invalid_api_key for an unknown key', async () => {
       const res = await call('/contacts?limit=1', { headers: { authorization: 'Bearer re_unknownunknownunknownunknown1234' } });
       expect(res).toMatchObject({ status: 403, body: errorBody(403, 'invalid_api_key') });
+    });
+
+    it('answers 403 for an Authorization header given twice, even when the first holds a good key', async () => {
+      const answer = await new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        const req = request(`${server.url}/contacts?limit=1`, { headers: { authorization: [`Bearer ${server.apiKey}`, 'Bearer re_someoneelse0000000000000000000000'] } }, (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject).end();
+      });
+      expect(answer).toEqual({ status: 403, body: { statusCode: 403, name: 'invalid_api_key', message: 'The Authorization header is given more than once: give the API key once.' } });
     });
 
     it('answers 403 for a revoked key that worked before', async () => {
