@@ -50,7 +50,7 @@ describe.each(backends)('errors on %s', (backend) => {
 
     it('answers 403 for an Authorization header given twice, even when the first holds a good key', async () => {
       const answer = await new Promise<{ status: number; body: unknown }>((resolve, reject) => {
-        const req = request(`${server.url}/contacts?limit=1`, { headers: { authorization: [`Bearer ${server.apiKey}`, 'Bearer re_someoneelse0000000000000000000000'] } }, (res) => {
+        const req = request(`${server.url}/contacts?limit=1`, { headers: ['host', new URL(server.url).host, 'authorization', `Bearer ${server.apiKey}`, 'Authorization', 'Bearer re_someoneelse0000000000000000000000'] }, (res) => {
           let text = '';
           res.on('data', (chunk) => (text += chunk)).on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
         });
