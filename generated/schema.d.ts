@@ -1036,7 +1036,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate the signing secret of a webhook
-         * @description Gives a webhook a new signing secret; for a day after, each delivery is signed with the previous secret as well, so receivers can change over without refusing any.
+         * @description Gives a webhook a new signing secret; for a day after, or until the next rotation, each delivery is signed with the secret it replaced as well, so receivers can change over without refusing any.
          */
         post: operations["rotateWebhookSigningSecret"];
         delete?: never;
