@@ -82,28 +82,39 @@ export function Checkbox({ label, checked, onValue }: { label: string; checked: 
 }
 
 /**
- * A form that never leaves the page, whose submission runs one at a time: while `onSubmit` is running,
- * another submit (a double click, Enter pressed twice) is ignored, so that it makes one request, one
- * contact, one key. Without `onSubmit` (a filter, whose fields act as they change), submitting does nothing.
+ * An action that runs one at a time: called again while it runs (a double click, Enter pressed twice),
+ * it does nothing, so that it makes one request, one contact, one key. `busy` while it runs.
  */
-export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown; children: ComponentChildren; class?: string; role?: 'search'; 'aria-label'?: string; 'aria-labelledby'?: string }) {
+function useOneAtATime(action: (() => unknown) | undefined): [busy: boolean, run: () => Promise<void>] {
   const running = useRef(false);
   const [busy, setBusy] = useState(false);
+  const run = async () => {
+    if (!action || running.current) return;
+    running.current = true;
+    setBusy(true);
+    try {
+      await action();
+    } finally {
+      running.current = false;
+      setBusy(false);
+    }
+  };
+  return [busy, run];
+}
+
+/**
+ * A form that never leaves the page, whose submission runs one at a time. Without `onSubmit` (a filter,
+ * whose fields act as they change), submitting does nothing.
+ */
+export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown; children: ComponentChildren; class?: string; role?: 'search'; 'aria-label'?: string; 'aria-labelledby'?: string }) {
+  const [busy, run] = useOneAtATime(onSubmit);
   return (
     <form
       {...rest}
       aria-busy={busy}
-      onSubmit={async (event) => {
+      onSubmit={(event) => {
         event.preventDefault();
-        if (!onSubmit || running.current) return;
-        running.current = true;
-        setBusy(true);
-        try {
-          await onSubmit();
-        } finally {
-          running.current = false;
-          setBusy(false);
-        }
+        void run();
       }}
     >
       {children}
@@ -111,30 +122,11 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown
   );
 }
 
-/**
- * A button that calls the API, its action run one at a time as a Form's: a second click while the first
- * is running (a double click, past a confirm) is ignored, so that "Rotate secret" rotates once.
- */
+/** A button that calls the API, its action run one at a time as a Form's: "Rotate secret" rotates once, however clicked. */
 export function ActionButton({ onClick, children, ...rest }: { onClick: () => unknown; children: ComponentChildren; class?: string; disabled?: boolean; 'aria-label'?: string }) {
-  const running = useRef(false);
-  const [busy, setBusy] = useState(false);
+  const [busy, run] = useOneAtATime(onClick);
   return (
-    <button
-      type="button"
-      {...rest}
-      aria-busy={busy}
-      onClick={async () => {
-        if (running.current) return;
-        running.current = true;
-        setBusy(true);
-        try {
-          await onClick();
-        } finally {
-          running.current = false;
-          setBusy(false);
-        }
-      }}
-    >
+    <button type="button" {...rest} aria-busy={busy} onClick={() => void run()}>
       {children}
     </button>
   );
