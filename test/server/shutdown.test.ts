@@ -61,14 +61,14 @@ describe.each(backends)('finding 11: SIGTERM with clients that never read, on %s
 describe.each(backends)('SIGTERM with keep-alive clients sending all along, on %s', (backend: Backend) => {
   /** One POST /contacts on a kept-alive connection: its status, or the error its connection met. */
   const create = (url: string, agent: Agent, email: string) =>
-    new Promise<{ status?: number; connection?: string; error?: string }>((resolve) => {
+    new Promise<{ status?: number; connection?: string; error?: string; reused?: boolean }>((resolve) => {
       const body = JSON.stringify({ email });
       const req = request(`${url}/contacts`, { method: 'POST', agent, headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode, connection: res.headers.connection }));
         res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
       });
-      req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
+      req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message, reused: req.reusedSocket }));
       req.end(body);
     });
 
@@ -88,8 +88,11 @@ describe.each(backends)('SIGTERM with keep-alive clients sending all along, on %
             const email = `r${round}c${n}i${i}@keepalive.dev`;
             const got = await create(server.url, agent, email);
             if (got.status === 201) created.push(email);
-            else if (got.error === 'ECONNREFUSED' && signalled) return;
-            else failures.push(got.error ?? `status ${got.status}`);
+            // Refused, or reset on a new connection: one the system queued before the server closed its
+            // listener and never handed over, which closing a listening socket resets (seen on a loaded
+            // machine). Neither was taken, and the check of the store below finds neither committed.
+            else if (signalled && (got.error === 'ECONNREFUSED' || (got.error === 'ECONNRESET' && !got.reused))) return;
+            else failures.push(`${got.error ?? `status ${got.status}`}${got.reused ? ' on a kept connection' : ''}`);
             if (signalled && got.connection === 'close') closes++;
             if (failures.length > 0) return;
           }
