@@ -4,6 +4,7 @@ import type { Request, RequestHandler } from 'express';
 import type { Permission } from './apiKeys/key.ts';
 import type { OpenApiDocument } from './contract.ts';
 import { ApiError } from './errors.ts';
+import { givenMoreThanOnce } from './repeatedHeader.ts';
 import type { Store } from './store/index.ts';
 
 const ROLES: Record<Permission, readonly string[]> = {
@@ -20,7 +21,7 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
   return async (req, res, next) => {
     if (securityOf(spec, req).length === 0) return next();
     // Node keeps the first of two; a proxy in front may read the last: who is asking must be plain.
-    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === 'authorization').length > 1) throw new ApiError(403, 'invalid_api_key', 'The Authorization header is given more than once: give the API key once.');
+    if (givenMoreThanOnce(req.rawHeaders, 'authorization')) throw new ApiError(403, 'invalid_api_key', 'The Authorization header is given more than once: give the API key once.');
     const key = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
     if (!key) {
       throw new ApiError(401, 'missing_api_key', 'Missing API key in the authorization header. Use `Authorization: Bearer re_...`.');

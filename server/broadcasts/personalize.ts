@@ -36,11 +36,14 @@ export function prepareBroadcast(broadcast: Pick<BroadcastRecord, 'subject' | 'h
 function withPreviewText(html: Part[], preview: string | null | undefined): Part[] {
   if (!preview) return html;
   const hidden = `<div style="display:none;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all">${escapeHtml(preview)}</div>`;
-  const at = html.findIndex((part) => typeof part === 'string' && BODY_START.test(part));
-  if (at < 0) return [hidden, ...html];
-  const start = html[at] as string;
-  const end = BODY_START.exec(start)!.index + BODY_START.exec(start)![0].length;
-  return [...html.slice(0, at), start.slice(0, end) + hidden + start.slice(end), ...html.slice(at + 1)];
+  for (const [at, part] of html.entries()) {
+    if (typeof part !== 'string') continue;
+    const body = BODY_START.exec(part);
+    if (!body) continue;
+    const end = body.index + body[0].length;
+    return [...html.slice(0, at), part.slice(0, end) + hidden + part.slice(end), ...html.slice(at + 1)];
+  }
+  return [hidden, ...html];
 }
 
 const BODY_START = /<body\b[^>]*>/i;

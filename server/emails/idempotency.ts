@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from '../errors.ts';
+import { givenMoreThanOnce } from '../repeatedHeader.ts';
 import type { HeldClaim } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
 
@@ -45,7 +46,7 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
     const key = req.get(parameter.name as string);
     if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
     // Node joins a header given twice into one value, `a, b`: a key of its own the client never sent.
-    if (req.rawHeaders.filter((name, i) => i % 2 === 0 && name.toLowerCase() === HEADER).length > 1) {
+    if (givenMoreThanOnce(req.rawHeaders, HEADER)) {
       throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` is given more than once; give it once.`);
     }
     if (!validKey(key)) {
