@@ -3,7 +3,7 @@
 // delivery is made of, written as the server's own transitions write them (store.events.record).
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import type { EventType } from '../../server/store/database.ts';
 import type { EmailRecord } from '../../server/store/emails.ts';
 import type { NewEvent } from '../../server/store/events.ts';
@@ -77,20 +77,41 @@ export interface CountingReceiver {
 }
 
 /**
- * A receiver for benches, which share the machine with what they measure: answers 200 at once,
- * reading no body, and keeps only the svix-ids it got and when the last request arrived.
+ * A receiver for benches, which share the machine with what they measure: answers 200 at once and
+ * keeps only the svix-ids it got and when the last request arrived. It reads HTTP/1.1 itself over
+ * node:net (a request with a Content-Length, kept alive, as the webhook outbox sends them) rather than
+ * through node:http, which cost about four times the CPU a request here (200 µs against 50): a real
+ * endpoint runs on another machine and takes nothing from the two cores the bench measures Mailroom on.
+ * A request it cannot read (chunked, no head within 64 KB) closes its connection, which the sender
+ * counts as a failed attempt, so a mistake here shows as deliveries that never land.
  */
 export async function startCountingReceiver(): Promise<CountingReceiver> {
   const ids = new Set<string>();
   let posts = 0;
   let lastAt = 0;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      posts++;
-      lastAt = Date.now();
-      ids.add(String(req.headers['svix-id']));
-      res.writeHead(200).end();
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket)).on('error', () => {});
+    let pending: Buffer = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      for (;;) {
+        const headEnd = pending.indexOf('\r\n\r\n');
+        if (headEnd < 0) {
+          if (pending.length > 65_536) socket.destroy();
+          return;
+        }
+        const head = pending.toString('latin1', 0, headEnd);
+        if (/^transfer-encoding:/im.test(head)) return void socket.destroy();
+        const length = Number(/^content-length:[ \t]*(\d+)/im.exec(head)?.[1] ?? 0);
+        if (pending.length < headEnd + 4 + length) return;
+        pending = pending.subarray(headEnd + 4 + length);
+        posts++;
+        lastAt = Date.now();
+        ids.add(/^svix-id:[ \t]*(\S*)/im.exec(head)?.[1] ?? 'undefined');
+        socket.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -100,7 +121,7 @@ export async function startCountingReceiver(): Promise<CountingReceiver> {
     posts: () => posts,
     lastAt: () => lastAt,
     close: async () => {
-      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
