@@ -1045,6 +1045,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{webhook_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the events of a webhook
+         * @description Lists the events a webhook was sent or is owed, newest first, with where the delivery of each stands, one page at a time with `limit` (20 without it) and an `after` or `before` cursor.
+         */
+        get: operations["listWebhookEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an event of a webhook
+         * @description Retrieves one event of a webhook with where its delivery stands and the payload posted, or to be posted, for it.
+         */
+        get: operations["getWebhookEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}/events/{event_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay an event of a webhook
+         * @description Posts an event to its webhook once more, now, with the same `svix-id`, whether its delivery succeeded, failed for good or is waiting for a retry.
+         */
+        post: operations["replayWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-keys": {
         parameters: {
             query?: never;
@@ -2708,6 +2768,63 @@ export interface components {
             /** @description The webhooks, at most `limit` of them. */
             data: components["schemas"]["WebhookSummary"][];
         };
+        /**
+         * @description Where the delivery of an event to the webhook stands: `pending` before its first attempt,
+         *     `attempting` while an attempt is under way or a retry is due, `success` once the endpoint
+         *     answered 2xx, `failed` when every attempt failed.
+         * @enum {string}
+         */
+        WebhookEventStatus: "pending" | "attempting" | "success" | "failed";
+        /** @description An event of a webhook as its list shows it. */
+        WebhookEventLog: {
+            id: components["schemas"]["WebhookMessageId"];
+            type: components["schemas"]["WebhookEventType"];
+            created_at: components["schemas"]["Timestamp"];
+            status: components["schemas"]["WebhookEventStatus"];
+        };
+        /** @description A list of a webhook's events, newest first. */
+        WebhookEventLogList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more events lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The events, at most `limit` of them. */
+            data: components["schemas"]["WebhookEventLog"][];
+        };
+        /** @description An event of a webhook, with where its delivery stands and what is posted for it. */
+        WebhookEventDetail: {
+            /**
+             * @description Always `webhook_event`.
+             * @constant
+             */
+            object: "webhook_event";
+            id: components["schemas"]["WebhookMessageId"];
+            type: components["schemas"]["WebhookEventType"];
+            created_at: components["schemas"]["Timestamp"];
+            status: components["schemas"]["WebhookEventStatus"];
+            /** @description When the next attempt is due, while the delivery is `pending` or `attempting`; else null. */
+            next_attempt_at: components["schemas"]["Timestamp"] | null;
+            /** @description Attempts made so far. */
+            attempts: number;
+            /** @description The HTTP status the endpoint answered the last attempt with, or null (no attempt yet, or no answer). */
+            last_status_code: number | null;
+            /** @description Why the last attempt failed, or null. */
+            last_error: string | null;
+            /** @description The body posted for the event, as the `webhooks` section gives it for its type. */
+            payload: components["schemas"]["WebhookEventEmailScheduled"] | components["schemas"]["WebhookEventEmailSent"] | components["schemas"]["WebhookEventEmailDelivered"] | components["schemas"]["WebhookEventEmailDeliveryDelayed"] | components["schemas"]["WebhookEventEmailBounced"] | components["schemas"]["WebhookEventEmailComplained"] | components["schemas"]["WebhookEventEmailFailed"] | components["schemas"]["WebhookEventEmailSuppressed"] | components["schemas"]["WebhookEventEmailCanceled"] | components["schemas"]["WebhookEventContactCreated"] | components["schemas"]["WebhookEventContactUpdated"] | components["schemas"]["WebhookEventContactDeleted"];
+        };
+        /** @description The id of an event queued to be posted again. */
+        WebhookEventRef: {
+            /**
+             * @description Always `webhook_event`.
+             * @constant
+             */
+            object: "webhook_event";
+            id: components["schemas"]["WebhookMessageId"];
+        };
         /** @description A webhook's id and its new signing secret. */
         CreatedWebhook: {
             /**
@@ -3443,6 +3560,42 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description No webhook has this id, or the webhook has no event with this id (ended deliveries are kept for `WEBHOOK_KEEP_DAYS`, 30 days by default). */
+        WebhookEventNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The webhook's id is not a UUID, or the event's is not a `svix-id`. */
+        InvalidWebhookEventId: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The webhook is disabled, so nothing is posted to it (enable it first), or an id in the path is not valid. */
+        WebhookEventNotReplayable: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /**
          * @description Any 2xx acknowledges the event. Anything else, a redirect included, or no answer within the
          *     server's timeout (10 seconds unless `WEBHOOK_TIMEOUT_MS` says otherwise), is tried again with
@@ -3613,6 +3766,20 @@ export interface components {
         PageAfter: components["schemas"]["Uuid"];
         /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
         PageBefore: components["schemas"]["Uuid"];
+        /**
+         * @description How many events to return.
+         * @example 20
+         */
+        EventPageLimit: number;
+        /** @description Return the events that come after the event with this id (further down the list); the event itself is left out. Cannot be combined with `before`. */
+        EventPageAfter: components["schemas"]["WebhookMessageId"];
+        /** @description Return the events that come before the event with this id (further up the list); the event itself is left out. Cannot be combined with `after`. */
+        EventPageBefore: components["schemas"]["WebhookMessageId"];
+        /**
+         * @description The event's id, the `svix-id` its delivery is posted with.
+         * @example msg_019a9b3c4d5eAbCdEfGhIjKl
+         */
+        WebhookEventIdPath: components["schemas"]["WebhookMessageId"];
         /**
          * @description The attachment's id.
          * @example 01a21879-a1f3-7630-8d8e-260d71ffe92f
@@ -6567,6 +6734,137 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
             422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    listWebhookEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many events to return.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["EventPageLimit"];
+                /** @description Return the events that come after the event with this id (further down the list); the event itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["EventPageAfter"];
+                /** @description Return the events that come before the event with this id (further up the list); the event itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["EventPageBefore"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the webhook's events, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventLogList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+                /**
+                 * @description The event's id, the `svix-id` its delivery is posted with.
+                 * @example msg_019a9b3c4d5eAbCdEfGhIjKl
+                 */
+                event_id: components["parameters"]["WebhookEventIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventDetail"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEventNotFound"];
+            422: components["responses"]["InvalidWebhookEventId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    replayWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id.
+                 * @example 479e3145-dd38-476b-932c-529ceb705947
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+                /**
+                 * @description The event's id, the `svix-id` its delivery is posted with.
+                 * @example msg_019a9b3c4d5eAbCdEfGhIjKl
+                 */
+                event_id: components["parameters"]["WebhookEventIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event is queued to be posted again. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookEventNotFound"];
+            422: components["responses"]["WebhookEventNotReplayable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -380,6 +380,12 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0013_webhook_events_newest_first': {
+      // A webhook's events, newest first (GET /webhooks/{id}/events), a page at a time at any depth.
+      async up(db: Kysely<any>) {
+        await db.schema.createIndex('webhook_deliveries_newest_first').on('webhook_deliveries').columns(['webhook_id', 'created_at', 'id']).execute();
+      },
+    },
   };
 }
 

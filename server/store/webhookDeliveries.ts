@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
 import { webhookMessageIdsAt } from './events.ts';
+import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { dropOwed } from './webhooks.ts';
 
 export type ClaimedDelivery = Selectable<WebhookDeliveryTable> & { lease_token: string };
@@ -18,6 +19,9 @@ export interface DeliveryContext {
   event: Pick<EventTable, 'type' | 'email_id' | 'contact_id' | 'data' | 'created_at'>;
   email: Pick<Selectable<EmailTable>, 'id' | 'from_address' | 'to_addresses' | 'subject' | 'created_at' | 'broadcast_id' | 'tags' | 'headers' | 'message_id'> | undefined;
 }
+
+/** A delivery as the webhook's event log shows it. */
+export type LoggedDelivery = Pick<Selectable<WebhookDeliveryTable>, 'id' | 'state' | 'attempts' | 'created_at'> & { type: EventTable['type'] };
 
 export type DeliveryOutcome = Lease & { status: number | null } & (
     | { state: 'delivered' }
@@ -34,6 +38,48 @@ export class WebhookDeliveryStore {
   /** The ids of up to `limit` due deliveries, oldest due first. */
   dueDeliveries(limit: number, now: Date) {
     return this.db.selectFrom('webhook_deliveries').select('id').where('state', '=', 'pending').where('next_attempt_at', '<=', now.toISOString()).orderBy('next_attempt_at').limit(limit);
+  }
+
+  /** One page of a webhook's deliveries, newest first, each with its event's type. */
+  page(webhookId: string, limit: number, cursor: Cursor): Promise<Page<LoggedDelivery>> {
+    const order: Order = {
+      time: 'd.created_at',
+      id: 'd.id',
+      position: (id) => this.db.selectFrom('webhook_deliveries').select(['created_at as time', 'id']).where('webhook_id', '=', webhookId).where('id', '=', id).executeTakeFirst(),
+    };
+    const query = this.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .select(['d.id', 'd.state', 'd.attempts', 'd.created_at', 'e.type'])
+      .where('d.webhook_id', '=', webhookId);
+    return keysetPage(query, order, limit, cursor);
+  }
+
+  /** A delivery of the webhook, or undefined. */
+  find(webhookId: string, id: string) {
+    return this.db.selectFrom('webhook_deliveries').selectAll().where('webhook_id', '=', webhookId).where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Makes a delivery of the webhook due now, whatever its state; returns whether there was one. One
+   * that had ended (delivered, or failed for good) gets one attempt (`attempts` is set to one short of
+   * `maxAttempts`); one still pending keeps its count and its retries. A post in flight under an earlier
+   * claim can no longer record its outcome: the delivery is posted again under the next claim.
+   */
+  async replay(webhookId: string, id: string, maxAttempts: number, at: Date): Promise<boolean> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set((eb) => ({
+        state: 'pending',
+        next_attempt_at: at.toISOString(),
+        lease_token: null,
+        attempts: eb.case().when('state', '=', 'pending').then(eb.ref('attempts')).else(maxAttempts - 1).end(),
+        updated_at: at.toISOString(),
+      }))
+      .where('webhook_id', '=', webhookId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /** Claims up to `limit` due deliveries for `leaseMs`, oldest due first; each claim counts as an attempt. */

@@ -1,17 +1,24 @@
-// Webhooks: create, list, retrieve, update, delete, and rotate a signing secret, under /webhooks. What
-// they receive, and how, is the outbox worker's business (server/webhooks/dispatch.ts).
+// Webhooks: create, list, retrieve, update, delete, and rotate a signing secret, under /webhooks; and
+// each webhook's events (its deliveries, by their svix-id): list, retrieve, replay. What they receive,
+// and how, is the outbox worker's business (server/webhooks/dispatch.ts).
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
 import type { Store } from '../store/index.ts';
+import type { LoggedDelivery } from '../store/webhookDeliveries.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
+import type { WebhookOptions } from './dispatch.ts';
 import { endpointProblem } from './endpoint.ts';
+import { payloadOf } from './payload.ts';
 import { newSigningSecret, PREVIOUS_SECRET_SIGNS_MS } from './signature.ts';
 import type { Handlers } from '../operationRouter.ts';
 
-export function webhookHandlers(store: Store, options: { allowPrivate: boolean }): Handlers {
-  const webhooks = store.webhooks;
+/** A page of a webhook's events without `limit`: deliveries can number millions, so there is no whole list. */
+const EVENTS_PAGE = 20;
+
+export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate' | 'retryScheduleMs'>): Handlers {
+  const { webhooks, webhookDeliveries: deliveries } = store;
 
   /** Refuses an endpoint the server would not post to, naming the rule it breaks. */
   const checkEndpoint = (endpoint: string) => {
@@ -81,7 +88,54 @@ export function webhookHandlers(store: Store, options: { allowPrivate: boolean }
     res.json({ object: 'webhook', id: record.id, signing_secret: record.signing_secret });
   };
 
-  return { createWebhook, listWebhooks, getWebhook, updateWebhook, deleteWebhook, rotateWebhookSigningSecret };
+  const listWebhookEvents: OperationHandler<'listWebhookEvents'> = async (req, res) => {
+    const { webhook_id } = req.params;
+    const cursor = cursorOf(req.query);
+    if (!(await webhooks.find(webhook_id))) throw notFound('Webhook');
+    const page = await listing('event of this webhook', () => deliveries.page(webhook_id, req.query.limit ?? EVENTS_PAGE, cursor));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(({ id, type, created_at, ...delivery }) => ({ id, type, created_at, status: statusOf(delivery) })) });
+  };
+
+  const getWebhookEvent: OperationHandler<'getWebhookEvent'> = async (req, res) => {
+    const { webhook_id, event_id } = req.params;
+    const delivery = await deliveries.find(webhook_id, event_id);
+    if (!delivery) throw notFound('Webhook event');
+    const context = (await deliveries.contextOf([delivery.id])).get(delivery.id)!;
+    const payload = payloadOf(context);
+    if ('missing' in payload) throw new Error(`webhook event ${delivery.id}: ${payload.missing}`);
+    const status = statusOf(delivery);
+    res.json({
+      object: 'webhook_event',
+      id: delivery.id,
+      type: payload.type,
+      created_at: delivery.created_at,
+      status,
+      next_attempt_at: status === 'pending' || status === 'attempting' ? delivery.next_attempt_at : null,
+      attempts: delivery.attempts,
+      last_status_code: delivery.last_status,
+      last_error: delivery.last_error,
+      payload: payload as Schemas['WebhookEventDetail']['payload'],
+    });
+  };
+
+  const replayWebhookEvent: OperationHandler<'replayWebhookEvent'> = async (req, res) => {
+    const { webhook_id, event_id } = req.params;
+    const webhook = await webhooks.find(webhook_id);
+    if (!webhook) throw notFound('Webhook');
+    // The outbox drops what a disabled webhook is owed: a replay would vanish unposted.
+    if (webhook.status !== 'enabled') throw invalid('The webhook is disabled; enable it to replay its events.');
+    if (!(await deliveries.replay(webhook_id, event_id, options.retryScheduleMs.length + 1, new Date()))) throw notFound('Webhook event');
+    res.json({ object: 'webhook_event', id: event_id });
+  };
+
+  return { createWebhook, listWebhooks, getWebhook, updateWebhook, deleteWebhook, rotateWebhookSigningSecret, listWebhookEvents, getWebhookEvent, replayWebhookEvent };
+}
+
+/** Where a delivery stands, in Resend's words: `attempts` counts claims, so a post under way is `attempting`. */
+function statusOf({ state, attempts }: Pick<LoggedDelivery, 'state' | 'attempts'>): Schemas['WebhookEventStatus'] {
+  if (state === 'delivered') return 'success';
+  if (state === 'failed') return 'failed';
+  return attempts === 0 ? 'pending' : 'attempting';
 }
 
 function toSummary(record: WebhookRecord): Schemas['WebhookSummary'] {

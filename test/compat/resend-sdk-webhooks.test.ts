@@ -1,7 +1,8 @@
 // The official `resend` SDK's webhooks, pointed at a live Mailroom by its base URL alone, on SQLite and
 // PostgreSQL: create, get, list, update, remove and rotateSigningSecret answer with `error: null` and
 // the fields the SDK declares, and `resend.webhooks.verify` accepts every delivery a receiver on
-// 127.0.0.1 got, with the old secret or the new one the day after a rotation.
+// 127.0.0.1 got, with the old secret or the new one the day after a rotation. `webhooks.events` lists,
+// gets and replays what a webhook was sent.
 import { pino } from 'pino';
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +98,45 @@ describe.each(backends)('the resend SDK webhooks on %s', (backend) => {
       expect(() =>
         resend.webhooks.verify({ payload: `${inbox.received[0]!.body} `, headers: { id: inbox.received[0]!.id, timestamp: String(inbox.received[0]!.headers['svix-timestamp']), signature: String(inbox.received[0]!.headers['svix-signature']) }, webhookSecret: data!.signing_secret }),
       ).toThrow();
+    } finally {
+      await dispatcher.stop();
+      await inbox.close();
+    }
+  });
+
+  it('events lists, gets and replays what a webhook was sent', async () => {
+    const inbox = await startReceiver();
+    const dispatcher = new WebhookDispatcher(server.store, pino({ level: 'silent' }), { ...server.config.webhooks, idleMs: 20 });
+    try {
+      const { data } = await resend.webhooks.create({ endpoint: inbox.url, events: ['email.sent', 'email.delivered'] });
+      const webhookId = data!.id;
+      const email = emailRecord();
+      await recordEvents(server.store, [emailEvent('email.sent', email), emailEvent('email.delivered', email)], [email]);
+      dispatcher.start();
+      await until(() => inbox.received.length >= 2, 'both events posted');
+      await until(async () => (await resend.webhooks.events.list({ webhookId })).data?.data.every((e) => e.status === 'success') ?? false, 'both recorded');
+
+      const listed = await resend.webhooks.events.list({ webhookId, limit: 1 });
+      expect(listed).toMatchObject({ data: { object: 'list', has_more: true, data: [{ id: expect.stringMatching(/^msg_/), type: expect.stringMatching(/^email\./), created_at: timestamp, status: 'success' }] }, error: null });
+      const next = await resend.webhooks.events.list({ webhookId, limit: 1, after: listed.data!.data[0]!.id });
+      expect(next.data).toMatchObject({ has_more: false, data: [{ status: 'success' }] });
+      const ids = [listed.data!.data[0]!.id, next.data!.data[0]!.id];
+      expect(new Set(ids)).toEqual(inbox.ids());
+
+      const got = await resend.webhooks.events.get({ webhookId, eventId: ids[0]! });
+      expect(got).toMatchObject({ data: { object: 'webhook_event', id: ids[0], status: 'success', next_attempt_at: null }, error: null });
+      const posted = inbox.received.find((r) => r.id === ids[0])!;
+      expect(got.data!.payload).toEqual(JSON.parse(posted.body));
+
+      const replayed = await resend.webhooks.events.replay({ webhookId, eventId: ids[0]! });
+      expect(replayed).toEqual({ data: { object: 'webhook_event', id: ids[0] }, error: null, headers: expect.anything() });
+      await until(() => inbox.received.length >= 3, 'the replay posted');
+      const again = inbox.received[2]!;
+      expect(again.id).toBe(ids[0]);
+      expect(resend.webhooks.verify({ payload: again.body, headers: { id: again.id, timestamp: String(again.headers['svix-timestamp']), signature: String(again.headers['svix-signature']) }, webhookSecret: data!.signing_secret })).toEqual(
+        JSON.parse(posted.body),
+      );
+      expect((await resend.webhooks.events.get({ webhookId, eventId: 'msg_000000000000AAAAAAAAAAAA' })).error).toMatchObject({ name: 'not_found', statusCode: 404 });
     } finally {
       await dispatcher.stop();
       await inbox.close();

@@ -189,7 +189,7 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
       resend.emails.metrics(),
       resend.emails.receiving.list(),
       resend.contactProperties.list(),
-      resend.webhooks.events.list({ webhookId: '00000000-0000-4000-8000-000000000000' }),
+      resend.webhooks.events.attempts.list({ webhookId: '00000000-0000-4000-8000-000000000000', eventId: 'msg_000000000000AAAAAAAAAAAA' }),
     ];
     for (const answer of await Promise.all(calls)) expect(answer.error).toMatchObject({ name: 'not_found', statusCode: 404 });
   });
