@@ -1,10 +1,11 @@
 // Webhooks: the endpoints that receive events; a new one (its signing secret shown once), turning
-// one off and on, rotating its signing secret, deleting one.
+// one off and on, rotating its signing secret, deleting one. A webhook's events: where each delivery
+// stands, the last answer and the payload of one, and a replay.
 import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ActionButton, Checkbox, ErrorNote, Form, Loading, PageHeading, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, ShownOnce, TextField, Unreadable, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type EventType = MailroomSchemas['WebhookEventType'];
 // A Record, so that the compiler names any event type the contract adds and this page lacks.
@@ -121,6 +122,9 @@ function Webhooks() {
                 </td>
                 <td>
                   <div class="actions">
+                  <Link to={`/webhooks/${webhook.id}/events`}>
+                    Events<span class="visually-hidden"> of {webhook.endpoint}</span>
+                  </Link>
                   {webhook.status === 'enabled' ? (
                     <ActionButton class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
                       Disable
@@ -148,4 +152,99 @@ function Webhooks() {
   );
 }
 
-export const webhookRoutes: Route[] = [{ path: '/webhooks', page: Webhooks }];
+function WebhookEvents({ id }: Record<string, string>) {
+  const client = useClient();
+  const cursor = useCursor();
+  const path = { webhook_id: id! };
+  const webhook = useLoad(() => client.GET('/webhooks/{webhook_id}', { params: { path } }), [id]);
+  const events = useLoad(() => client.GET('/webhooks/{webhook_id}/events', { params: { path, query: { limit: 20, ...cursor } } }), [id, cursor.after, cursor.before]);
+  const [open, setOpen] = useState<string | null>(null);
+  const shown = useLoad(async () => (open ? client.GET('/webhooks/{webhook_id}/events/{event_id}', { params: { path: { ...path, event_id: open } } }) : { data: undefined }), [open]);
+  const [replayError, run] = useAction(() => {
+    events.reload();
+    shown.reload();
+  });
+  if (webhook.error) return <Unreadable title="Webhook events" back={['/webhooks', 'All webhooks']} error={webhook.error} />;
+  const title = webhook.data ? `Events of ${webhook.data.endpoint}` : 'Webhook events';
+  const event = shown.data;
+  return (
+    <>
+      <PageHeading title={title} />
+      <p>
+        <Link to="/webhooks">All webhooks</Link>
+      </p>
+      <ErrorNote error={events.error ?? shown.error ?? replayError} />
+      {webhook.data?.status === 'disabled' && <p class="field-hint">This webhook is disabled: nothing is posted to it, and its events cannot be replayed.</p>}
+      {events.loading && !events.data && <Loading what="events" />}
+      {events.data && events.data.data.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Event</th>
+              <th scope="col">Type</th>
+              <th scope="col">Status</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {events.data.data.map((listed) => (
+              <tr key={listed.id}>
+                <td>
+                  <code>{listed.id}</code>
+                </td>
+                <td>{listed.type}</td>
+                <td>
+                  <span class={`status status-${listed.status}`}>{listed.status}</span>
+                </td>
+                <td>
+                  <When iso={listed.created_at} />
+                </td>
+                <td>
+                  <div class="actions">
+                    <button type="button" class="secondary" aria-expanded={open === listed.id} onClick={() => setOpen(open === listed.id ? null : listed.id)}>
+                      {open === listed.id ? 'Hide' : 'Show'}
+                      <span class="visually-hidden"> {listed.id}</span>
+                    </button>
+                    {webhook.data?.status === 'enabled' && (
+                      <ActionButton class="secondary" onClick={() => run(() => client.POST('/webhooks/{webhook_id}/events/{event_id}/replay', { params: { path: { ...path, event_id: listed.id } } }))}>
+                        Replay<span class="visually-hidden"> {listed.id}</span>
+                      </ActionButton>
+                    )}
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {events.data?.data.length === 0 && <p>No events yet.</p>}
+      {events.data && <Pager items={events.data.data} hasMore={events.data.has_more} path={`/webhooks/${id}/events`} />}
+      {open && event?.id === open && (
+        <section class="panel" aria-label={`Event ${event.id}`}>
+          <h2>
+            {event.type} <code>{event.id}</code>
+          </h2>
+          <p>
+            {event.attempts} {event.attempts === 1 ? 'attempt' : 'attempts'}
+            {event.last_status_code !== null && `; the last answered ${event.last_status_code}`}
+            {event.next_attempt_at && (
+              <>
+                ; next attempt <When iso={event.next_attempt_at} />
+              </>
+            )}
+          </p>
+          {event.last_error && <p class="field-hint">{event.last_error}</p>}
+          <pre>{JSON.stringify(event.payload, null, 2)}</pre>
+        </section>
+      )}
+    </>
+  );
+}
+
+export const webhookRoutes: Route[] = [
+  { path: '/webhooks', page: Webhooks },
+  { path: '/webhooks/:id/events', page: WebhookEvents },
+];

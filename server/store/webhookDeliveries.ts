@@ -62,18 +62,18 @@ export class WebhookDeliveryStore {
 
   /**
    * Makes a delivery of the webhook due now, whatever its state; returns whether there was one. One
-   * that had ended (delivered, or failed for good) gets one attempt (`attempts` is set to one short of
-   * `maxAttempts`); one still pending keeps its count and its retries. A post in flight under an earlier
-   * claim can no longer record its outcome: the delivery is posted again under the next claim.
+   * that had ended (delivered, or failed for good) starts over, its attempts counted from none, so that
+   * a replay that fails is retried on the usual schedule; one still pending keeps its count. A post in
+   * flight under an earlier claim can no longer record its outcome: the next claim posts it again.
    */
-  async replay(webhookId: string, id: string, maxAttempts: number, at: Date): Promise<boolean> {
+  async replay(webhookId: string, id: string, at: Date): Promise<boolean> {
     const result = await this.db
       .updateTable('webhook_deliveries')
       .set((eb) => ({
         state: 'pending',
         next_attempt_at: at.toISOString(),
         lease_token: null,
-        attempts: eb.case().when('state', '=', 'pending').then(eb.ref('attempts')).else(maxAttempts - 1).end(),
+        attempts: eb.case().when('state', '=', 'pending').then(eb.ref('attempts')).else(0).end(),
         updated_at: at.toISOString(),
       }))
       .where('webhook_id', '=', webhookId)

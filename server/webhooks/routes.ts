@@ -17,7 +17,7 @@ import type { Handlers } from '../operationRouter.ts';
 /** A page of a webhook's events without `limit`: deliveries can number millions, so there is no whole list. */
 const EVENTS_PAGE = 20;
 
-export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate' | 'retryScheduleMs'>): Handlers {
+export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>): Handlers {
   const { webhooks, webhookDeliveries: deliveries } = store;
 
   /** Refuses an endpoint the server would not post to, naming the rule it breaks. */
@@ -124,7 +124,7 @@ export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'all
     if (!webhook) throw notFound('Webhook');
     // The outbox drops what a disabled webhook is owed: a replay would vanish unposted.
     if (webhook.status !== 'enabled') throw invalid('The webhook is disabled; enable it to replay its events.');
-    if (!(await deliveries.replay(webhook_id, event_id, options.retryScheduleMs.length + 1, new Date()))) throw notFound('Webhook event');
+    if (!(await deliveries.replay(webhook_id, event_id, new Date()))) throw notFound('Webhook event');
     res.json({ object: 'webhook_event', id: event_id });
   };
 
