@@ -296,7 +296,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a segment
-         * @description Deletes a segment and its memberships; the contacts themselves stay.
+         * @description Deletes a segment and its memberships, the contacts themselves staying, unless a broadcast still to go out is addressed to it.
          */
         delete: operations["deleteSegment"];
         options?: never;
@@ -471,7 +471,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a topic
-         * @description Deletes a topic and every contact's choice for it.
+         * @description Deletes a topic and every contact's choice for it, unless a broadcast still to go out is addressed to it.
          */
         delete: operations["deleteTopic"];
         options?: never;
@@ -1096,7 +1096,7 @@ export interface paths {
         put?: never;
         /**
          * Replay an event of a webhook
-         * @description Posts an event to its webhook once more, now, with the same `svix-id`, whether its delivery succeeded, failed for good or is waiting for a retry.
+         * @description Posts an event to its webhook once more, now, with the same `svix-id`, whether its delivery succeeded, failed for good or is waiting for a retry; a replay that fails is retried on the usual schedule.
          */
         post: operations["replayWebhookEvent"];
         delete?: never;
@@ -3596,6 +3596,18 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The id in the path is not a UUID, or a broadcast still to go out (scheduled, or being sent) is addressed to the segment or topic; cancel it or change its address first. */
+        DeletionRefused: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /**
          * @description Any 2xx acknowledges the event. Anything else, a redirect included, or no answer within the
          *     server's timeout (10 seconds unless `WEBHOOK_TIMEOUT_MS` says otherwise), is tried again with
@@ -4724,7 +4736,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["SegmentNotFound"];
-            422: components["responses"]["InvalidId"];
+            422: components["responses"]["DeletionRefused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5188,7 +5200,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["TopicNotFound"];
-            422: components["responses"]["InvalidId"];
+            422: components["responses"]["DeletionRefused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -5383,7 +5395,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["AudienceNotFound"];
-            422: components["responses"]["InvalidId"];
+            422: components["responses"]["DeletionRefused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -58,7 +58,8 @@ const errorBody = (statusCode: number, name: ErrorName, message: string) => JSON
  *   unless its server is created with `requireHostHeader: false`;
  * - a target in absolute form (`http://host/contacts`), which a server must accept, is read as its path;
  * - any other target that is not a path (`*`) is refused, but `OPTIONS *`, which asks about the server
- *   as a whole, is answered; Express would answer them with an HTML page.
+ *   as a whole, is answered; Express would answer them with an HTML page;
+ * - a path that begins with more than one slash is read with one.
  */
 export function checkingRequestHead(app: RequestListener): RequestListener {
   return (req, res) => {
@@ -71,6 +72,9 @@ export function checkingRequestHead(app: RequestListener): RequestListener {
         return void res.writeHead(204, { allow: SERVER_METHODS }).end();
       } else return refuse(res, 400, 'validation_error', 'The request target must be a path, such as `/contacts`.');
     }
+    // A base URL written with a trailing slash (`http://mail.example.com/`, as SDKs are often given
+    // one) makes every path begin `//`: one slash is meant, as servers in front usually take it.
+    if (req.url!.startsWith('//')) req.url = req.url!.replace(/^\/+/, '/');
     return app(req, res);
   };
 }

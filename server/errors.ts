@@ -7,7 +7,7 @@ import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
 import { isUnavailable } from './store/database.ts';
-import { NotFound, UnknownReference } from './store/missing.ts';
+import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
 export class ApiError extends Error {
@@ -77,6 +77,9 @@ function isBareJson(body: unknown): boolean {
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof NotFound) return notFound(err.what);
+  if (err instanceof InUseByBroadcast) {
+    return invalid(`The ${err.what} cannot be deleted: broadcast ${quoted(err.broadcastId)}, which is ${err.status}, is addressed to it. Cancel that broadcast, or give it another ${err.what}, first.`);
+  }
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };

@@ -110,4 +110,11 @@ export function holdingRefusal(parse: RequestHandler): RequestHandler {
     });
 }
 
-export const refuseHeldBody: RequestHandler = (_req, res, next) => next(res.locals.bodyRefusal);
+/**
+ * An operation that takes no JSON body (the one-click unsubscribe takes a form) refuses a JSON one for
+ * its media type, 415, in the request check, however the JSON reads: its refusal is not held for it.
+ */
+export const refuseHeldBody: RequestHandler = (req, res, next) => {
+  const content = (req.openapi?.schema as { requestBody?: { content?: Record<string, unknown> } } | undefined)?.requestBody?.content;
+  next(content && !('application/json' in content) ? undefined : res.locals.bodyRefusal);
+};

@@ -3,7 +3,8 @@
 // already `bounced`, a complaint already heard. A Permanent bounce suppresses the recipients it names,
 // unless it is about the message rather than the mailbox (see bounce.ts `suppresses`); a Transient one
 // does not; a complaint suppresses the recipient who made it. Only the email's own
-// recipients are ever suppressed, whatever addresses the report names.
+// recipients are ever suppressed, whatever addresses the report names, and a report that names only
+// other addresses changes nothing: anyone who reads the return path could send one.
 import { parseMailbox } from '../emails/mailbox.ts';
 import type { EmailEvent } from '../store/database.ts';
 import type { EmailRecord } from '../store/emails.ts';
@@ -11,7 +12,19 @@ import type { ReportChange } from '../store/reports.ts';
 import { bounceSuppressions } from '../store/suppressions.ts';
 import { suppresses, type Bounce } from './bounce.ts';
 
-type Decision = (email: EmailRecord) => ReportChange | undefined;
+export type Decision = (email: EmailRecord) => ReportChange | undefined;
+
+/**
+ * The decision `decide` takes on the lines of a report about the email's own recipients, a line that
+ * names no address counting as about them; with no such line, none.
+ */
+export function onOwnRecipients<Line extends { address: string | undefined }>(lines: Line[], decide: (lines: Line[]) => Decision | undefined): Decision {
+  return (email) => {
+    const own = new Set(recipientsOf(email).map((address) => address.toLowerCase()));
+    const about = lines.filter((line) => line.address === undefined || own.has(line.address.toLowerCase()));
+    return about.length > 0 ? decide(about)?.(email) : undefined;
+  };
+}
 
 /**
  * Where an email is once a relay took it. `delivered` is among them because a relay's acceptance was
@@ -42,6 +55,7 @@ export function complained(feedbackType: string | undefined, addresses: string[]
   return (email) => {
     if (!LEFT.includes(email.last_event)) return undefined;
     const recipients = recipientsAmong(email, addresses);
+    if (addresses.length > 0 && recipients.length === 0) return undefined; // about someone else
     const all = recipientsOf(email);
     const who = recipients.length > 0 ? recipients : all.length === 1 ? all : [];
     const complaint = feedbackType ? { feedbackType } : {};

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { SMTPServerAddress } from 'smtp-server';
 import { ConfigError } from '../config.ts';
 import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
-import { bounced, complained, delayed, delivered } from '../delivery/report.ts';
+import { bounced, complained, delayed, delivered, onOwnRecipients, type Decision } from '../delivery/report.ts';
 import type { Store } from '../store/index.ts';
 import type { ReportOutcome } from '../store/reports.ts';
 import { readReport, type DsnRecipient, type Report } from './report.ts';
@@ -97,15 +97,21 @@ async function receive(store: Store, logger: Logger, raw: Buffer, recipients: st
 function record(store: Store, report: Exclude<Report, { kind: 'other' }>, emailId: string): Promise<ReportOutcome | 'nothing to record'> {
   const now = new Date();
   if (report.kind === 'complaint') return store.reports.apply(emailId, complained(report.feedbackType, report.addresses), now);
-  const failed = report.recipients.filter((r) => r.action === 'failed');
+  if (report.recipients.length === 0) return Promise.resolve('nothing to record');
+  return store.reports.apply(emailId, onOwnRecipients(report.recipients, dsnDecision), now);
+}
+
+/** What a DSN's lines about the email's recipients make of it: a bounce, a delay, a delivery, or nothing. */
+function dsnDecision(recipients: DsnRecipient[]): Decision | undefined {
+  const failed = recipients.filter((r) => r.action === 'failed');
   if (failed.length > 0) {
     const permanent = failed.filter((r) => bounceType(statusOf(r)) === 'Permanent');
-    return store.reports.apply(emailId, bounced(bounceOf(failed), permanent.flatMap((r) => r.address ?? [])), now);
+    return bounced(bounceOf(failed), permanent.flatMap((r) => r.address ?? []));
   }
-  const late = report.recipients.find((r) => r.action === 'delayed');
-  if (late) return store.reports.apply(emailId, delayed((late.diagnostic ?? `Delivery delayed (status ${statusOf(late) ?? 'unknown'})`).slice(0, 1000)), now);
-  if (report.recipients.some((r) => ['delivered', 'relayed', 'expanded'].includes(r.action))) return store.reports.apply(emailId, delivered(), now);
-  return Promise.resolve('nothing to record');
+  const late = recipients.find((r) => r.action === 'delayed');
+  if (late) return delayed((late.diagnostic ?? `Delivery delayed (status ${statusOf(late) ?? 'unknown'})`).slice(0, 1000));
+  if (recipients.some((r) => ['delivered', 'relayed', 'expanded'].includes(r.action))) return delivered();
+  return undefined;
 }
 
 /** A DSN's failed recipients as one bounce: Permanent if any failed for good (5.x.x), else Transient (4.x.x), else Undetermined. */

@@ -5,6 +5,7 @@ import type { ExpressionBuilder, Insertable, Kysely, Selectable, Transaction, Up
 import type { BroadcastTable, EmailEvent, Tables } from './database.ts';
 import type { EventStore } from './events.ts';
 import { prepared } from './prepared.ts';
+import { InUseByBroadcast } from './missing.ts';
 
 export type BroadcastRecord = Selectable<BroadcastTable>;
 export type BroadcastStatus = BroadcastRecord['status'];
@@ -201,4 +202,20 @@ export class BroadcastStore {
     // Sendable now: it changed between the move and this look; the caller's move lost the race.
     return { refused: 'status', status: record.status };
   }
+}
+
+/**
+ * Refuses (InUseByBroadcast) the deletion of a segment or topic that a broadcast still to go out,
+ * scheduled or being sent, is addressed to: it would go out to nobody, or to part of its audience.
+ */
+export async function refuseWhileAddressed(tx: Transaction<Tables>, what: InUseByBroadcast['what'], id: string): Promise<void> {
+  const waiting = await tx
+    .selectFrom('broadcasts')
+    .select(['id', 'status'])
+    .where(what === 'segment' ? 'segment_id' : 'topic_id', '=', id)
+    .where('status', 'in', ['scheduled', 'queued'])
+    .orderBy('created_at')
+    .limit(1)
+    .executeTakeFirst();
+  if (waiting) throw new InUseByBroadcast(what, waiting.id, waiting.status);
 }

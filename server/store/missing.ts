@@ -17,3 +17,14 @@ export class UnknownReference extends Error {
     super(`unknown ${field} id ${id}`);
   }
 }
+
+/** A segment or topic that a broadcast still to go out (scheduled, or being sent) is addressed to: deleting it would send that broadcast to nobody. */
+export class InUseByBroadcast extends Error {
+  constructor(
+    readonly what: 'segment' | 'topic',
+    readonly broadcastId: string,
+    readonly status: string,
+  ) {
+    super(`${what} in use by broadcast ${broadcastId}`);
+  }
+}

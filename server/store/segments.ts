@@ -4,6 +4,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import { contactKeyset, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
 import type { Database, DialectName, SegmentTable, Tables } from './database.ts';
 import { keysetAll, keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
+import { refuseWhileAddressed } from './broadcasts.ts';
 import { shared } from './locks.ts';
 import { NotFound, UnknownReference } from './missing.ts';
 
@@ -32,12 +33,13 @@ export class SegmentStore {
     return numUpdatedRows > 0n;
   }
 
-  /** Deletes the segment and its memberships; false if there was no such segment. */
+  /** Deletes the segment and its memberships; false if there was no such segment. Refused while a broadcast still to go out is addressed to it. */
   async delete(id: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
       // The segment first: see locks.ts.
       const deleted = await tx.deleteFrom('segments').where('id', '=', id).returning('id').executeTakeFirst();
       if (!deleted) return false;
+      await refuseWhileAddressed(tx, 'segment', id);
       await tx.deleteFrom('segment_contacts').where('segment_id', '=', id).execute();
       return true;
     });

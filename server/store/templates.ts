@@ -2,6 +2,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Tables, TemplateTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { UUID_FORM } from './timeOrderedId.ts';
 
 export type TemplateRecord = Selectable<TemplateTable>;
 export type TemplateSummaryRecord = Pick<TemplateRecord, 'id' | 'name' | 'alias' | 'status' | 'created_at' | 'updated_at' | 'published_at'>;
@@ -21,14 +22,15 @@ export class TemplateStore {
     return inserted !== undefined;
   }
 
-  /** By id or by alias (an alias may itself look like an id); an id match wins. */
+  /** By id (in any case, as ids are stored in lower case) or by alias (which may itself look like an id); an id match wins. */
   async find(idOrAlias: string): Promise<TemplateRecord | undefined> {
+    const id = UUID_FORM.test(idOrAlias) ? idOrAlias.toLowerCase() : idOrAlias;
     const rows = await this.db
       .selectFrom('templates')
       .selectAll()
-      .where((eb) => eb.or([eb('id', '=', idOrAlias), eb('alias', '=', idOrAlias)]))
+      .where((eb) => eb.or([eb('id', '=', id), eb('alias', '=', idOrAlias)]))
       .execute();
-    return rows.find((row) => row.id === idOrAlias) ?? rows[0];
+    return rows.find((row) => row.id === id) ?? rows[0];
   }
 
   /** Templates newest first: one page, or (without `limit`) all of them beyond the cursor. */

@@ -4,6 +4,7 @@ import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import { lockContact, type ContactKey } from './contacts.ts';
 import type { ContactTopicTable, Database, DialectName, Tables, TopicTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { refuseWhileAddressed } from './broadcasts.ts';
 import { shared } from './locks.ts';
 import { NotFound, UnknownReference } from './missing.ts';
 
@@ -43,12 +44,13 @@ export class TopicStore {
     });
   }
 
-  /** Deletes the topic and every contact's choice for it; false if there was no such topic. */
+  /** Deletes the topic and every contact's choice for it; false if there was no such topic. Refused while a broadcast still to go out is addressed to it. */
   async delete(id: string): Promise<boolean> {
     return this.db.transaction().execute(async (tx) => {
       // The topic first: see locks.ts.
       const deleted = await tx.deleteFrom('topics').where('id', '=', id).returning('id').executeTakeFirst();
       if (!deleted) return false;
+      await refuseWhileAddressed(tx, 'topic', id);
       await tx.deleteFrom('contact_topics').where('topic_id', '=', id).execute();
       return true;
     });

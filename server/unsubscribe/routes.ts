@@ -8,7 +8,7 @@ import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
 import type { OpenApiDocument } from '../contract.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
-import { notFound } from '../errors.ts';
+import { invalid, notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import { NotFound } from '../store/missing.ts';
 import { UUID_FORM } from '../store/timeOrderedId.ts';
@@ -95,12 +95,18 @@ export function unsubscribeHandlers(spec: OpenApiDocument, store: Store, tokens:
   return { getUnsubscribePage, unsubscribeOneClick };
 }
 
-/** The page's choices: a `topic:<id>` field per topic, `opt_in` or `opt_out`; any other field is ignored. */
+/**
+ * The page's choices: a `topic:<id>` field per topic, `opt_in` or `opt_out`. Any other value is refused,
+ * saving nothing, rather than answered with a page saying the choices are saved; a field that names no
+ * topic's id, or of any other name, is ignored.
+ */
 function choicesIn(form: Form): TopicChoice[] {
   const choices: TopicChoice[] = [];
   for (const [name, value] of Object.entries(form)) {
+    if (!name.startsWith(TOPIC_FIELD_PREFIX)) continue;
+    if (value !== 'opt_in' && value !== 'opt_out') throw invalid(`The \`${name.slice(0, 100)}\` field must be \`opt_in\` or \`opt_out\`.`);
     const id = name.slice(TOPIC_FIELD_PREFIX.length);
-    if (name.startsWith(TOPIC_FIELD_PREFIX) && UUID_FORM.test(id) && (value === 'opt_in' || value === 'opt_out')) choices.push({ id, subscription: value });
+    if (UUID_FORM.test(id)) choices.push({ id, subscription: value });
   }
   return choices;
 }

@@ -133,6 +133,12 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     const sent = await resend.emails.send({ to: ['ann@example.com'], template: { id: `sdk-welcome-${backend}`, variables: { NAME: 'Ann' } } } as never);
     expect(sent.error).toBeNull();
     expect((await resend.emails.get(sent.data!.id)).data).toMatchObject({ subject: 'Welcome', html: '<p>Hi Ann</p>' });
+    // By its id in capitals, as every other id is taken; through a base URL written with a trailing slash.
+    const slashed = new Resend(server.apiKey, { baseUrl: `${server.url}/` });
+    const byUpperId = await slashed.emails.send({ to: ['bo@example.com'], template: { id: created.data!.id.toUpperCase(), variables: { NAME: 'Bo' } } } as never);
+    expect(byUpperId.error).toBeNull();
+    expect((await slashed.emails.get(byUpperId.data!.id)).data).toMatchObject({ subject: 'Welcome', html: '<p>Hi Bo</p>' });
+    expect((await slashed.templates.get(`sdk-welcome-${backend}`)).data).toMatchObject({ id: created.data!.id });
   });
 
   it('templates.duplicate: a draft copy of the draft, without the alias, by id or by alias', async () => {

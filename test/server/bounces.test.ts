@@ -284,6 +284,23 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     });
   });
 
+  it('changes nothing for a report that names only addresses the email was not sent to, and still takes a later one about its recipient', async () => {
+    const address = `kept.${backend}@example.com`;
+    const id = await sent({ to: address });
+    const events = await eventsOf(id);
+    // Anyone who reads the return path can mail the VERP address.
+    await report(dsn({ recipients: [{ address: `victim.${backend}@example.com`, action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
+    await report(arf({ emailId: id, rcptTo: `victim.${backend}@example.com`, to: `victim.${backend}@example.com` }), 'abuse@acme.dev');
+    expect((await email(id)).last_event).toBe('sent');
+    expect(await eventsOf(id)).toEqual(events);
+    expect(await suppression(address)).toMatchObject({ name: 'not_found' });
+    expect(await suppression(`victim.${backend}@example.com`)).toMatchObject({ name: 'not_found' });
+
+    await report(dsn({ emailId: id, recipients: [{ address: `victim.${backend}@example.com`, action: 'failed', status: '5.1.1' }, { address: address.toUpperCase(), action: 'delivered', status: '2.0.0' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
+    expect((await email(id)).last_event).toBe('delivered');
+    expect((await eventsOf(id)).slice(events.length)).toEqual([{ type: 'email.delivered', data: null }]);
+  });
+
   it('accepts junk and reports about nothing of ours, and changes nothing', async () => {
     const id = await sent({ to: `bystander.${backend}@example.com` });
     const events = await eventsOf(id);

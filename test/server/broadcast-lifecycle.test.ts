@@ -188,6 +188,34 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     expect((await call('POST', `/broadcasts/${withTopic}/send`)).status).toBe(200);
   });
 
+  it('refuses to delete a segment or topic a scheduled or sending broadcast is addressed to, until it is canceled or readdressed', async () => {
+    const db = server.store.database.db;
+    const ownSegment = await addSegment(db);
+    const topic = await addTopic(db, 'opt_in');
+    const id = await draft({ segment_id: ownSegment, topic_id: topic });
+    expect((await call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 2 days' })).status).toBe(200);
+    const refusal = (what: string, status: string) => ({
+      status: 422,
+      body: { statusCode: 422, name: 'validation_error', message: `The ${what} cannot be deleted: broadcast \`${id}\`, which is ${status}, is addressed to it. Cancel that broadcast, or give it another ${what}, first.` },
+    });
+    expect(await call('DELETE', `/segments/${ownSegment}`)).toEqual(refusal('segment', 'scheduled'));
+    expect(await call('DELETE', `/audiences/${ownSegment.toUpperCase()}`)).toEqual(refusal('segment', 'scheduled'));
+    expect(await call('DELETE', `/topics/${topic}`)).toEqual(refusal('topic', 'scheduled'));
+    expect((await call('GET', `/segments/${ownSegment}`)).status).toBe(200);
+
+    // Canceled, it is a draft again, which may name what does not exist (yet): the topic goes.
+    expect((await call('POST', `/broadcasts/${id}/cancel`)).status).toBe(200);
+    expect((await call('DELETE', `/topics/${topic}`)).status).toBe(200);
+    expect((await call('PATCH', `/broadcasts/${id}`, { topic_id: null })).status).toBe(200);
+    // Being sent, its segment stays until its last email is written.
+    expect((await call('POST', `/broadcasts/${id}/send`)).status).toBe(200);
+    expect(await call('DELETE', `/segments/${ownSegment}`)).toEqual(refusal('segment', 'queued'));
+    const fanout = new FanoutWorker(server.store, pino({ level: 'silent' }));
+    while (await fanout.runOnce());
+    expect((await read(id)).status).toBe('sent');
+    expect(await call('DELETE', `/segments/${ownSegment}`)).toEqual({ status: 200, body: { object: 'segment', id: ownSegment, deleted: true } });
+  });
+
   it('refuses to send a draft whose html and text were changed to empty, and sends it once one is given', async () => {
     const id = await draft({ text: 'Hi' });
     expect((await call('PATCH', `/broadcasts/${id}`, { html: '', text: '' })).status).toBe(200);

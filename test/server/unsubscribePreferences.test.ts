@@ -125,13 +125,24 @@ describe.each(backends)('the unsubscribe page as preferences on %s', (backend) =
     expect(await unsubscribed(reader)).toBe(0);
   });
 
-  it("unsubscribes from everything with the form's other button; refuses an unknown action; one-click still wins", async () => {
+  it("unsubscribes from everything with the form's other button; refuses an unknown action or choice; one-click still wins", async () => {
     const weekly = await topic('Daily', 'opt_in', 'public');
     const reader = await contact();
     const url = link(reader, 'topic', weekly);
     const unknown = await post(url, 'action=maybe');
     expect(unknown.status).toBe(422);
     expect(await unknown.json()).toMatchObject({ name: 'validation_error', message: 'The `action` must be one of `save`, `everything`.' });
+    // A choice the form never offers saves nothing, rather than a page saying the choices are saved.
+    const undecided = await post(url, `action=save&topic:${weekly}=opt_out&topic:${weekly}x=maybe`);
+    expect(await undecided.json()).toMatchObject({ statusCode: 422, name: 'validation_error', message: `The \`topic:${weekly}x\` field must be \`opt_in\` or \`opt_out\`.` });
+    expect(await choices(reader)).toEqual({});
+    // The form only takes a form: JSON is refused for its media type, whether or not it reads as JSON.
+    for (const body of ['{"action":"everything"}', '{bad', 'null']) {
+      const json = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(json.status, body).toBe(415);
+      expect(await json.json()).toMatchObject({ statusCode: 415, name: 'unsupported_media_type' });
+    }
+    expect(await unsubscribed(reader)).toBe(0);
     const wrongClick = await post(url, 'List-Unsubscribe=Yes');
     expect(await wrongClick.json()).toMatchObject({ statusCode: 422, name: 'validation_error', message: 'The `List-Unsubscribe` must be `One-Click`.' });
     // A mail client's one-click, whatever else comes with it, leaves the link's topic only.
