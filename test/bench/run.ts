@@ -4,7 +4,8 @@
 // answers at DATABASE_URL, TEST_POSTGRES_URL or postgres://postgres@127.0.0.1:5432/test. BENCH_ONLY runs
 // some sections alone (a comma-separated list of: memory, stream, delivery, rates, scale, fanout,
 // webhooks, dashboard); BENCH_DATABASES=sqlite or =postgres one database; BENCH_MILLION=1 adds the
-// 1,000,000-contact size to `scale`. BENCH_CPU_PROF: below.
+// 1,000,000-contact size to `scale`; BENCH_DELIVERY_SIZES=small or =large one message size in `delivery`.
+// BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -189,7 +190,9 @@ async function benchDatabase(database: string): Promise<void> {
   if (wanted('delivery')) {
     const store = await openStore(storeOptions());
     try {
-      await benchDelivery({ api: { url: mailroom.url, key: TEST_KEY, pid: mailroom.child.pid! }, store, startTarget, rounds: DELIVERY_ROUNDS, threads: Number(process.env.BENCH_DELIVERY_THREADS ?? 1) });
+      const api = { url: mailroom.url, key: TEST_KEY, pid: mailroom.child.pid! };
+      const threads = Number(process.env.BENCH_DELIVERY_THREADS ?? 1);
+      await benchDelivery({ api, store, startTarget, rounds: DELIVERY_ROUNDS, threads, sizes: process.env.BENCH_DELIVERY_SIZES?.split(',') });
     } finally {
       await store.close();
     }
