@@ -140,8 +140,11 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
   const name: ErrorName = location === 'params' ? 'invalid_parameter' : 'validation_error';
   if (item.message.startsWith('Unknown query parameter')) return invalid(`Unknown query parameter ${quoted(field)}.`);
   if (item.message.startsWith('Empty value found')) return invalid(`The \`${field}\` must not be empty: give it a value, or leave it out.`, name);
-  // The query parser turns a repeated parameter into a list, which a parameter that is no list refuses by its type.
-  if (location === 'query' && keyword === 'type' && Array.isArray(req.query[field])) return invalid(`The \`${field}\` is given more than once; give it once.`, name);
+  // The query parser turns a repeated parameter, or one named as a list (`x[]=`), into a list, which a parameter that is no list refuses by its type.
+  if (location === 'query' && keyword === 'type' && Array.isArray(req.query[field])) {
+    if (timesGiven(req, field) > 1) return invalid(`The \`${field}\` is given more than once; give it once.`, name);
+    return invalid(`The \`${field}\` takes one value, not a list: give it as \`${field}=…\`.`, name);
+  }
   if (item.message.includes('must be url encoded')) return invalid(`The \`${field}\` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=).`, name);
   if (keyword === 'required') {
     const [parent, own] = splitField(field);
@@ -354,3 +357,9 @@ const TYPE_NAMES: Record<string, string> = {
 };
 
 const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
+
+/** How many times the request's query string names the parameter, as itself or as a list (`field[]`, `field[0]`). */
+function timesGiven(req: Request, field: string): number {
+  const query = req.originalUrl.split('?')[1] ?? '';
+  return [...new URLSearchParams(query).keys()].filter((key) => key === field || key.startsWith(`${field}[`)).length;
+}

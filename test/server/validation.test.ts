@@ -292,6 +292,11 @@ describe.each(backends)('validation on %s', (backend) => {
       const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
       expect(await call('GET', '/contacts?limit=1&limit=2')).toEqual(refusal('The `limit` is given more than once; give it once.'));
       expect(await call('GET', '/emails?last_event=sent&last_event=queued')).toEqual(refusal('The `last_event` is given more than once; give it once.'));
+      // Given once, as a list: no "more than once".
+      for (const query of ['last_event[]=sent', 'last_event%5B%5D=sent', 'last_event[0]=sent']) {
+        expect(await call('GET', `/emails?${query}`), query).toEqual(refusal('The `last_event` takes one value, not a list: give it as `last_event=…`.'));
+      }
+      expect(await call('GET', '/emails?last_event[]=sent&last_event[]=queued')).toEqual(refusal('The `last_event` is given more than once; give it once.'));
       expect(await call('GET', '/contacts?limit=x')).toEqual(refusal('The `limit` must be an integer.'));
       // Spellings Number() would read as one, which the request check coerces with.
       for (const limit of ['0x10', '1e1', '1.0', '%201', '1%20', '%20', '%2B1']) {
