@@ -2,7 +2,7 @@
 // people expect (resource methods, walking every contact, retries). No Node-only imports: it runs in
 // browsers too.
 // Relative imports say .js, not .ts: the published modules and declarations keep them as written.
-import createClient, { type Client, type FetchResponse, type Middleware } from 'openapi-fetch';
+import createClient, { type Client, type FetchResponse, type Middleware, type RequestBodyOption } from 'openapi-fetch';
 import type { components, operations, paths } from './contract.js';
 import { retryingFetch, type RetryOptions } from './retry.js';
 
@@ -11,7 +11,8 @@ export type MailroomSchemas = components['schemas'];
 export type MailroomError = components['schemas']['Error'];
 
 type OperationId = keyof operations;
-type Body<Op extends OperationId> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+// As openapi-fetch takes it: a field the contract allows only as `null` is left out (it reads such a field as read-only).
+type Body<Op extends OperationId> = NonNullable<RequestBodyOption<operations[Op]>['body']>;
 type Query<Op extends OperationId> = NonNullable<operations[Op]['parameters']['query']>;
 
 /** The JSON body of an operation's 2xx response, as openapi-fetch types it. */

@@ -1955,6 +1955,8 @@ export interface components {
             template?: components["schemas"]["TemplateUse"];
             /** @description When to send the email, for a single send (a batch refuses it). Without it, or with a time already past, it is queued at once. */
             scheduled_at?: components["schemas"]["ScheduledAt"];
+            /** @description No topic; a send is not scoped to one (broadcasts are). Only `null` is taken, which SDKs written for Resend send for none. */
+            topic_id?: null;
             /** @description Files sent with the email, for a single send (a batch refuses them). Together they count toward the body's size limit. */
             attachments?: components["schemas"]["Attachment"][];
         };

@@ -54,6 +54,10 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
     const got = await resend.emails.get(sent.data!.id);
     expect(got.error).toBeNull();
     expect(got.data).toMatchObject({ object: 'email', id: sent.data!.id, to: ['steve@example.com'], reply_to: ['support@acme.dev'], last_event: 'queued', message_id: null });
+    // `topicId: null`, as code written for Resend passes for no topic, is taken; a topic is not.
+    expect(await resend.emails.send({ ...email, topicId: null })).toMatchObject({ data: { id: uuid }, error: null });
+    expect(await resend.batch.send([{ ...email, topicId: null }])).toMatchObject({ data: { data: [{ id: uuid }] }, error: null });
+    expect(await resend.emails.send({ ...email, topicId: SEGMENT })).toMatchObject({ data: null, error: { name: 'validation_error', statusCode: 422, message: 'The `topic_id` must be null.' } });
     // An empty id asks for `/emails/`, which is not the list.
     for (const empty of [await resend.emails.get(''), await resend.broadcasts.get(''), await resend.templates.get('')]) {
       expect(empty).toMatchObject({ data: null, error: { statusCode: 404, name: 'not_found' } });
