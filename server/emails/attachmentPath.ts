@@ -40,6 +40,8 @@ export async function withFetchedContent(given: GivenAttachment[] | undefined, o
       given.map(async (attachment, index) => {
         if (attachment.path === undefined) return attachment as AttachmentWithContent;
         const { path, ...rest } = attachment;
+        // The contract's `format: uri` lets through some that no URL parser takes (`http://`, a port past 65535).
+        if (!URL.canParse(path)) throw invalid(`The \`attachments.${index}.path\` must be a URL, such as \`https://files.example.com/invoice.pdf\`.`);
         const bytes = await fetchFile(new URL(path), budget, abort.signal).catch((error) => {
           abort.abort(); // the request is refused: the other fetches are of no use
           throw error instanceof FetchRefused ? invalid(`The \`attachments.${index}.path\` could not be fetched: ${error.message}`) : error;

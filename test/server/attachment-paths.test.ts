@@ -140,6 +140,17 @@ describe.each(backends)('attachments by path on %s', (backend) => {
     expect(neither.status).toBe(422);
     expect(await neither.json()).toMatchObject({ name: 'missing_required_field', message: 'Missing `attachments.0.content` or `attachments.0.path` field.' });
   });
+
+  it('refuses a path the contract\'s URL format lets through but no URL parser takes, with nothing stored', async () => {
+    const before = (await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+    for (const path of ['http://', 'https://', 'http://127.0.0.1:99999/x']) {
+      const answer = await send([{ content: 'aGk=', filename: 'a.txt' }, { path, filename: 'b.txt' }]);
+      expect(answer.status, path).toBe(422);
+      expect(await answer.json(), path).toEqual({ statusCode: 422, name: 'validation_error', message: 'The `attachments.1.path` must be a URL, such as `https://files.example.com/invoice.pdf`.' });
+    }
+    const after = (await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
+    expect(Number(after)).toBe(Number(before));
+  });
 });
 
 describe('attachments by path, where private addresses are not allowed', () => {
