@@ -49,7 +49,9 @@ interface ValidatorError {
 export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorRequestHandler[] {
   const handle: ErrorRequestHandler = (err, req, res, _next) => {
     const mapped = toApiError(err, req, spec);
-    if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
+    // The database out of reach is the operator's to mend, not a fault of the server's: a warning.
+    if (mapped.statusCode === 503 && isUnavailable(err)) logger.warn({ reqId: res.locals.reqId, err }, 'request failed: the database could not be reached');
+    else if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
     if (res.headersSent) {
       // A streamed body broke off midway; all that can be done is to cut the connection.
       res.destroy();

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, sql, type DatabaseIntrospector, type Generated
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
 import { pooledClient } from './postgresClient.ts';
+import { reconnectingPool } from './reconnectingPool.ts';
 import { openSqlite } from './sqlite.ts';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -378,7 +379,7 @@ async function openPostgres(connectionString: string, options: DatabaseOptions, 
     return pool;
   };
   const pool = openPool(10, options.databaseConnectTimeoutMs ?? 5_000, options.databaseStatementTimeoutMs ?? 30_000);
-  const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
+  const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool: reconnectingPool(pool) }) });
   const poolUsage = (): PoolUsage => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   const quick: Kysely<Tables>[] = [];
   const quickConnections = ({ max, statementTimeoutMs }: { max: number; statementTimeoutMs: number }) => {

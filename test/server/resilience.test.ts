@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../server/store/index.ts';
+import { reconnectingPool } from '../../server/store/reconnectingPool.ts';
 import pg from 'pg';
 import { backends, POSTGRES_URL, type Backend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { eventually, namedSchema, postgresProxy, terminateBackends, backendCount } from './faults.ts';
+import { eventually, namedSchema, postgresProxy, terminateBackends, backendCount, sleep } from './faults.ts';
 
 const json = { 'content-type': 'application/json' };
 
@@ -321,5 +322,47 @@ describe.skipIf(!backends.includes('postgres'))('migrations on a PostgreSQL data
       await churn;
       await admin.end();
     }
+  });
+});
+
+describe.skipIf(!backends.includes('postgres'))('a pooled PostgreSQL connection ended while checked out', () => {
+  const applicationName = `mailroom-reconnect-${randomUUID().slice(0, 8)}`;
+  let pool: pg.Pool;
+  beforeAll(() => {
+    pool = new pg.Pool({ connectionString: POSTGRES_URL, application_name: applicationName, max: 2 });
+    // As the store's pool does: a connection's end is heard by the query using it, not as an uncaught error.
+    pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
+  });
+  afterAll(() => pool.end());
+
+  /** A connection from the pool whose backend has been ended, and which has heard so. */
+  async function endedConnection() {
+    const client = await reconnectingPool(pool).connect();
+    await client.query('select 1', []);
+    expect(await terminateBackends(applicationName)).toBeGreaterThan(0);
+    await eventually(async () => (await backendCount(applicationName)) === 0, 'the terminated backend is gone');
+    await sleep(50); // for the connection to read the server's goodbye
+    return client;
+  }
+
+  it('runs a read, or a BEGIN, again on another connection', async () => {
+    const reader = await endedConnection();
+    expect((await reader.query<{ n: number }>('select 2 as n', [])).rows).toEqual([{ n: 2 }]);
+    reader.release();
+    const writer = await endedConnection();
+    await writer.query('begin', []);
+    expect((await writer.query<{ n: number }>('select 3 as n', [])).rows).toEqual([{ n: 3 }]);
+    await writer.query('commit', []);
+    writer.release();
+  });
+
+  it('does not run a statement again inside a transaction, which ended with its connection', async () => {
+    const client = await reconnectingPool(pool).connect();
+    await client.query('begin', []);
+    expect(await terminateBackends(applicationName)).toBeGreaterThan(0);
+    await eventually(async () => (await backendCount(applicationName)) === 0, 'the terminated backend is gone');
+    await expect(client.query('select 4 as n', [])).rejects.toThrow();
+    client.release();
   });
 });
