@@ -32,6 +32,8 @@ import { isPermanent, recipientDeferral, recipientRefusal, type Refusal, type Tr
 export { DEFAULT_DELIVERY, type DeliveryOptions };
 
 const PURGE_EVERY_MS = 60_000;
+/** Messages built between turns of the event loop. */
+const BUILT_AT_ONCE = 10;
 type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
 
 export class DeliveryWorker {
@@ -74,8 +76,20 @@ export class DeliveryWorker {
 
   /** Claims one batch and delivers it; returns how many emails it handled. */
   async runOnce(now = new Date()): Promise<number> {
+    const batch = await this.startBatch(now);
+    if (!batch) return 0;
+    await batch.done;
+    return batch.claimed;
+  }
+
+  /**
+   * Claims one batch and starts delivering it. `nearlyDone` settles once no more than a quarter of it
+   * is still out, `done` once all of it has its outcome (it rejects only if recording one failed for
+   * good). Undefined when nothing is due.
+   */
+  private async startBatch(now = new Date()): Promise<{ claimed: number; nearlyDone: Promise<void>; done: Promise<void> } | undefined> {
     const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
-    if (emails.length === 0) return 0;
+    if (emails.length === 0) return undefined;
     // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
     // would leave the batch claimed and unsent until its lease ran out.
     const { broadcast, suppressed } = await this.persist(
@@ -90,12 +104,28 @@ export class DeliveryWorker {
     // out twice. While any of its emails has no outcome, the claim is extended, every third of a lease.
     const unfinished = new Map(emails.map((email) => [email.id, email]));
     const renewing = setInterval(() => void this.extend(unfinished, emails[0]!.lease_token), this.options.leaseMs / 3);
-    try {
-      await Promise.all(emails.map((email) => this.deliver(email, suppressed, broadcast?.get(email.id)).finally(() => unfinished.delete(email.id))));
-    } finally {
-      clearInterval(renewing);
+    const nearly = Math.floor(emails.length / 4);
+    const { promise: nearlyDonePromise, resolve: nearlyDone } = settledOnce();
+    const delivering: Promise<void>[] = [];
+    for (const [n, email] of emails.entries()) {
+      // Messages are built a few at a time, letting the relay's answers in between: built all at once,
+      // a batch held up the sends still out (the batch before's last ones) for as long as that took.
+      if (n > 0 && n % BUILT_AT_ONCE === 0) await new Promise((resolve) => setImmediate(resolve));
+      const delivered = this.deliver(email, suppressed, broadcast?.get(email.id)).finally(() => {
+        unfinished.delete(email.id);
+        if (unfinished.size <= nearly) nearlyDone();
+      });
+      delivering.push(delivered);
     }
-    return emails.length;
+    const done = Promise.all(delivering).then(() => undefined);
+    // Handled here as well as by whoever awaits `done`, so that a failure is never left unhandled meanwhile.
+    done
+      .catch(() => undefined)
+      .finally(() => {
+        clearInterval(renewing);
+        nearlyDone();
+      });
+    return { claimed: emails.length, nearlyDone: nearlyDonePromise, done };
   }
 
   /** Extends the claim on emails still being sent (one claim, one lease token); what records them may retry as long. */
@@ -121,19 +151,33 @@ export class DeliveryWorker {
     return this.broadcastMail;
   }
 
+  /**
+   * Claims the next batch while the last quarter of the one before is still out, so that the relay's
+   * connections are not left idle at every batch's end, while its claim and building take their
+   * time: at most two batches are in hand at once.
+   */
   private async loop(): Promise<void> {
+    let before: Promise<void> = Promise.resolve();
     while (!this.stopping) {
       try {
         if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
           this.lastPurge = Date.now();
           await this.store.idempotency.purgeExpired(new Date());
         }
-        if ((await this.runOnce()) === 0) await new Promise((resolve) => setTimeout(resolve, this.options.idleMs));
+        const batch = await this.startBatch();
+        if (!batch) {
+          await before;
+          await new Promise((resolve) => setTimeout(resolve, this.options.idleMs));
+          continue;
+        }
+        await Promise.all([batch.nearlyDone, before]);
+        before = batch.done.catch((err) => this.logger.error({ err }, 'delivery round failed'));
       } catch (err) {
         this.logger.error({ err }, 'delivery round failed');
         await new Promise((resolve) => setTimeout(resolve, this.options.idleMs * 10));
       }
     }
+    await before;
   }
 
   /** `broadcast` is what became of a broadcast email before sending: its message, or why it is not sent. */
@@ -233,6 +277,13 @@ export class DeliveryWorker {
   private leaseLost(emailId: string, outcome: string): void {
     this.logger.warn({ emailId, outcome }, 'outcome not recorded: this worker no longer holds the email');
   }
+}
+
+/** A promise and what settles it. */
+function settledOnce(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((settle) => (resolve = settle));
+  return { promise, resolve };
 }
 
 const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);
