@@ -1,6 +1,6 @@
 // The pool kysely takes connections from on PostgreSQL: pg's, except that a statement which found its
 // connection broken (the server restarted, or an administrator ended the connection while the pool
-// held it) is run once more on another connection, where running it again cannot do anything twice:
+// held it) is run again on another, twice at most, where running it again cannot do anything twice:
 // a BEGIN, a SELECT outside a transaction, or any statement pg never sent (the connection was known
 // broken). Without it a request that took such a connection answered 503 though the database was up.
 // A statement inside a transaction is not run again: the transaction is lost with its connection, and
