@@ -5,6 +5,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Store } from '../store/index.ts';
+import { failureLevel } from '../store/database.ts';
 
 export interface FanoutOptions {
   /** Contacts of the segment read per transaction: larger is faster, smaller holds the write lock for less. */
@@ -82,7 +83,7 @@ export class FanoutWorker {
         if (!(await this.runOnce())) await new Promise((resolve) => setTimeout(resolve, this.options.idleMs));
       } catch (err) {
         // The lease runs out and the broadcast is claimed again, here or elsewhere, from where it got to.
-        this.logger.error({ err }, 'fan-out round failed');
+        this.logger[failureLevel(err)]({ err }, 'fan-out round failed');
         await new Promise((resolve) => setTimeout(resolve, this.options.idleMs * 10));
       }
     }

@@ -22,6 +22,7 @@ import type { ClaimedEmail } from '../store/emails.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
+import { failureLevel } from '../store/database.ts';
 import { refusal, suppresses, type Bounce } from './bounce.ts';
 import { toAttachments, toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
@@ -171,9 +172,9 @@ export class DeliveryWorker {
           continue;
         }
         await Promise.all([batch.nearlyDone, before]);
-        before = batch.done.catch((err) => this.logger.error({ err }, 'delivery round failed'));
+        before = batch.done.catch((err) => this.logger[failureLevel(err)]({ err }, 'delivery round failed'));
       } catch (err) {
-        this.logger.error({ err }, 'delivery round failed');
+        this.logger[failureLevel(err)]({ err }, 'delivery round failed');
         await new Promise((resolve) => setTimeout(resolve, this.options.idleMs * 10));
       }
     }

@@ -13,6 +13,7 @@ import { ApiError } from '../errors.ts';
 import { givenMoreThanOnce } from '../repeatedHeader.ts';
 import type { HeldClaim } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
+import { failureLevel } from '../store/database.ts';
 
 const LIFETIME_MS = 24 * 60 * 60 * 1000;
 /**
@@ -103,7 +104,7 @@ function settleWhenEnded(res: Response, claim: IdempotencyClaim, store: Store, l
     if (claim.completed) return end.apply(this, args as never);
     store.idempotency
       .release(claim)
-      .catch((err) => logger.error({ err, reqId: res.locals.reqId, key: claim.key }, 'releasing an idempotency key failed'))
+      .catch((err) => logger[failureLevel(err)]({ err, reqId: res.locals.reqId, key: claim.key }, 'releasing an idempotency key failed'))
       .finally(() => end.apply(this, args as never));
     return this;
   } as Response['end'];

@@ -312,6 +312,13 @@ export function isUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message);
 }
 
+/**
+ * How a failure of work the server takes up again (a worker's round, a key's release) is logged: the
+ * database out of reach for a moment (a restart, a connection ended under it) is a warning, anything
+ * else an error.
+ */
+export const failureLevel = (error: unknown): 'warn' | 'error' => (isUnavailable(error) ? 'warn' : 'error');
+
 export interface DatabaseOptions {
   databaseUrl?: string;
   dataDir: string;

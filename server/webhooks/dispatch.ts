@@ -11,6 +11,7 @@ import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
 import type { ClaimedDelivery, DeliveryContext, DeliveryOutcome } from '../store/webhookDeliveries.ts';
+import { failureLevel } from '../store/database.ts';
 import { payloadOf } from './payload.ts';
 import { WebhookPoster } from './post.ts';
 import { signedHeaders } from './signature.ts';
@@ -120,7 +121,7 @@ export class WebhookDispatcher {
         else if (claimed < free) await sleep(Math.min(GATHER_MS, this.options.idleMs));
       } catch (err) {
         // The claimed rows' leases run out and they come due again, here or elsewhere.
-        this.logger.error({ err }, 'webhook round failed');
+        this.logger[failureLevel(err)]({ err }, 'webhook round failed');
         await sleep(this.options.idleMs * 10);
       }
     }
