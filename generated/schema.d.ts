@@ -2701,6 +2701,14 @@ export interface components {
          */
         WebhookEventType: "email.scheduled" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted";
         /**
+         * @description An event Resend sends that Mailroom never does: it tracks no opens or clicks, receives no
+         *     mail, and has no domains or inboxes, and it does not post changes to suppressions, topics
+         *     or a contact's topics. A webhook may subscribe to it, so that code written for Resend keeps
+         *     working; nothing is ever posted for it.
+         * @enum {string}
+         */
+        UnsentWebhookEventType: "email.opened" | "email.clicked" | "email.received" | "contact.topics.updated" | "domain.created" | "domain.updated" | "domain.deleted" | "suppression.added" | "suppression.removed" | "topic.created" | "topic.updated" | "topic.deleted" | "inbox.created" | "inbox.updated" | "inbox.deleted" | "inbox.thread.created" | "inbox.thread.folder.updated" | "inbox.thread.assigned" | "inbox.thread.unassigned" | "inbox.thread.labels.updated" | "inbox.email.received" | "inbox.email.sent" | "inbox.draft.created" | "inbox.draft.updated" | "inbox.draft.sent" | "inbox.draft.deleted";
+        /**
          * @description The events the webhook receives, each at most once.
          * @example [
          *       "email.sent",
@@ -2708,7 +2716,7 @@ export interface components {
          *       "email.bounced"
          *     ]
          */
-        WebhookEventTypes: components["schemas"]["WebhookEventType"][];
+        WebhookEventTypes: (components["schemas"]["WebhookEventType"] | components["schemas"]["UnsentWebhookEventType"])[];
         /**
          * @description `enabled` webhooks receive their events; `disabled` ones receive nothing, and events meanwhile are not kept for them.
          * @enum {string}

@@ -4,7 +4,7 @@
 // 127.0.0.1 got, with the old secret or the new one the day after a rotation. `webhooks.events` lists,
 // gets and replays what a webhook was sent.
 import { pino } from 'pino';
-import { Resend } from 'resend';
+import { Resend, type WebhookEvent } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { WebhookDispatcher } from '../../server/webhooks/dispatch.ts';
@@ -47,6 +47,25 @@ describe.each(backends)('the resend SDK webhooks on %s', (backend) => {
     expect(removed).toMatchObject({ data: { object: 'webhook', id, deleted: true }, error: null });
     expect((await resend.webhooks.get(id)).error).toMatchObject({ name: 'not_found', statusCode: 404, message: 'Webhook not found' });
     expect((await resend.webhooks.create({ endpoint: 'https://hooks.acme.dev/x', events: [] })).error).toMatchObject({ name: 'validation_error', statusCode: 422 });
+  });
+
+  it('subscribes to every event the SDK names, those Mailroom never sends included', async () => {
+    // A record, so that the compiler says when an SDK release names an event this list lacks.
+    const every: Record<WebhookEvent, true> = {
+      'email.sent': true, 'email.scheduled': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.complained': true,
+      'email.bounced': true, 'email.opened': true, 'email.clicked': true, 'email.received': true, 'email.failed': true,
+      'email.suppressed': true, 'contact.created': true, 'contact.updated': true, 'contact.deleted': true,
+      'contact.topics.updated': true, 'domain.created': true, 'domain.updated': true, 'domain.deleted': true,
+      'suppression.added': true, 'suppression.removed': true, 'topic.created': true, 'topic.updated': true, 'topic.deleted': true,
+      'inbox.created': true, 'inbox.updated': true, 'inbox.deleted': true, 'inbox.thread.created': true,
+      'inbox.thread.folder.updated': true, 'inbox.thread.assigned': true, 'inbox.thread.unassigned': true,
+      'inbox.thread.labels.updated': true, 'inbox.email.received': true, 'inbox.email.sent': true,
+      'inbox.draft.created': true, 'inbox.draft.updated': true, 'inbox.draft.sent': true, 'inbox.draft.deleted': true,
+    };
+    const events = Object.keys(every) as WebhookEvent[];
+    const created = await resend.webhooks.create({ endpoint: 'https://hooks.acme.dev/everything', events });
+    expect(created.error).toBeNull();
+    expect((await resend.webhooks.get(created.data!.id)).data!.events).toEqual(events);
   });
 
   it('rotates a signing secret; verify takes the new secret, and the old one for the day after', async () => {

@@ -161,7 +161,7 @@ describe.each(backends)('webhooks on %s', (backend) => {
   it.each([
     ['no events', { endpoint: 'https://hooks.example.com/x', events: [] }, 'validation_error'],
     ['an event twice', { endpoint: 'https://hooks.example.com/x', events: ['email.sent', 'email.sent'] }, 'validation_error'],
-    ['an unknown event', { endpoint: 'https://hooks.example.com/x', events: ['email.opened'] }, 'validation_error'],
+    ['an unknown event', { endpoint: 'https://hooks.example.com/x', events: ['email.openned'] }, 'validation_error'],
     ['no endpoint', { events: ['email.sent'] }, 'missing_required_field'],
     ['no events at all', { endpoint: 'https://hooks.example.com/x' }, 'missing_required_field'],
     ['another field', { endpoint: 'https://hooks.example.com/x', events: ['email.sent'], secret: 'mine' }, 'validation_error'],
@@ -173,6 +173,16 @@ describe.each(backends)('webhooks on %s', (backend) => {
     const res = await create(body);
     expect(res.status).toBe(422);
     expect((await res.json()).name).toBe(name);
+  });
+
+  it('subscribes to events Resend sends and Mailroom never does, as code written for Resend asks, and names what an unknown event should be', async () => {
+    const events = ['email.sent', 'email.opened', 'email.clicked', 'suppression.added', 'inbox.draft.deleted'];
+    const res = await create({ endpoint: 'https://hooks.example.com/all', events });
+    expect(res.status).toBe(201);
+    const { id } = await res.json();
+    expect((await (await server.request(`/webhooks/${id}`)).json()).events).toEqual(events);
+    const refused = await create({ endpoint: 'https://hooks.example.com/all', events: ['email.sent', 'email.openned'] });
+    expect(await refused.json()).toEqual({ statusCode: 422, name: 'validation_error', message: "The `events.1` must be an event by Resend's name, such as `email.sent` or `contact.created`." });
   });
 
   it.each(REFUSED)('refuses the endpoint %s, naming the rule', async (endpoint, rule) => {
