@@ -221,10 +221,10 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
 
 /**
  * A union (oneOf, anyOf) whose value no branch took: every branch refused the whole value by its type
- * (`to: null`) or its enum (an unknown webhook event), or, for a parameter (an id or an address), by its type, format or pattern; nothing
- * failed below it. The union's own words then say what the value may be, where the first branch's
- * reason would say only what it alone takes. (In a body, one branch refusing by pattern is the branch
- * the caller meant, whose words say more: wrongBranch.)
+ * (`to: null`) or its enum (an unknown webhook event), or, for a parameter (an id or an address), by
+ * its type, format or pattern; nothing failed below it. The union's own words then say what the value
+ * may be, where the first branch's reason would say only what it alone takes. (In a body, one branch
+ * refusing by pattern is the branch the caller meant, whose words say more: wrongBranch.)
  */
 function matchedNoBranch(error: NonNullable<ValidatorError['errors']>[number], _: number, all: NonNullable<ValidatorError['errors']>): boolean {
   if (!/^(oneOf|anyOf)\./.test(error.errorCode ?? '')) return false;
