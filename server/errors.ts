@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
-import { isUnavailable } from './store/database.ts';
+import { failureLevel, isUnavailable } from './store/database.ts';
 import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
@@ -50,7 +50,7 @@ export function errorHandler(spec: OpenApiDocument, logger: Logger): ErrorReques
   const handle: ErrorRequestHandler = (err, req, res, _next) => {
     const mapped = toApiError(err, req, spec);
     // The database out of reach is the operator's to mend, not a fault of the server's: a warning.
-    if (mapped.statusCode === 503 && isUnavailable(err)) logger.warn({ reqId: res.locals.reqId, err }, 'request failed: the database could not be reached');
+    if (mapped.statusCode >= 500 && failureLevel(err) === 'warn') logger.warn({ reqId: res.locals.reqId, err }, 'request failed: the database could not be reached');
     else if (mapped.statusCode >= 500) logger.error({ reqId: res.locals.reqId, err, validation: (err as ValidatorError).errors }, 'request failed');
     if (res.headersSent) {
       // A streamed body broke off midway; all that can be done is to cut the connection.

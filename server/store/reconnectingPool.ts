@@ -9,6 +9,7 @@ import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kyse
 import type { Pool, PoolClient } from 'pg';
 
 const ATTEMPTS = 3;
+const BEGINS = /^(begin|start transaction)\b/i;
 
 export function reconnectingPool(pool: Pool): PostgresPool {
   return {
@@ -45,7 +46,7 @@ class ReconnectingClient {
         this.released = false;
       }
     }
-    if (/^(begin|start transaction)\b/i.test(text)) this.inTransaction = true;
+    if (BEGINS.test(text)) this.inTransaction = true;
     else if (/^(commit|rollback)\b/i.test(text)) this.inTransaction = false;
     return result as unknown as PostgresQueryResult<unknown>;
   }
@@ -55,7 +56,7 @@ class ReconnectingClient {
   }
 
   private safeToRepeat(text: string, error: unknown): boolean {
-    if (/^(begin|start transaction)\b/i.test(text)) return true;
+    if (BEGINS.test(text)) return true;
     return !this.inTransaction && (/^select\b/i.test(text) || unsent(error));
   }
 }
