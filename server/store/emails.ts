@@ -10,6 +10,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selecta
 import { inIndexOrder, type DialectName, type EmailAttachmentTable, type EmailEvent, type EmailTable, type Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keptText } from './outsideText.ts';
 import { prepared, preparedInsert } from './prepared.ts';
 import { bounceSuppressions, suppress } from './suppressions.ts';
 
@@ -252,7 +253,8 @@ export class EmailStore {
   private conclude(lease: Lease, change: Outcome, event: Pick<NewEvent, 'type' | 'data'> | Pick<NewEvent, 'type' | 'data'>[], at: Date, also?: (tx: Transaction<Tables>, at: string) => Promise<unknown>): Promise<boolean> {
     const updated_at = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
-      const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, updated_at, lease_token: null }).executeTakeFirst();
+      const last_error = change.last_error === null ? null : keptText(change.last_error);
+      const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, last_error, updated_at, lease_token: null }).executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       await this.events.record(tx, [event].flat().map((e) => ({ ...e, email_id: lease.id, created_at: updated_at })));
       await also?.(tx, updated_at);

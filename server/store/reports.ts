@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import type { DialectName, EmailEvent, Tables } from './database.ts';
 import type { EmailRecord } from './emails.ts';
 import type { EventStore, NewEvent } from './events.ts';
+import { keptText } from './outsideText.ts';
 import { suppress, type NewSuppression } from './suppressions.ts';
 
 /** What a report changes: the email's state, the event recorded, the addresses suppressed. */
@@ -51,7 +52,7 @@ export class ReportStore {
         .set({
           last_event: change.last_event,
           updated_at: now,
-          ...(change.error !== undefined && { last_error: change.error.slice(0, 500) }),
+          ...(change.error !== undefined && { last_error: keptText(change.error.slice(0, 500)) }),
           // A report ends any claim: the outcome is the report's, not a worker's.
           lease_token: null,
           ...(change.park && { next_attempt_at: PARKED }),

@@ -8,6 +8,7 @@ import type { Kysely, Selectable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
 import { webhookMessageIdsAt } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keptText } from './outsideText.ts';
 import { dropOwed } from './webhooks.ts';
 
 export type ClaimedDelivery = Selectable<WebhookDeliveryTable> & { lease_token: string };
@@ -188,8 +189,8 @@ export class WebhookDeliveryStore {
         const common = { last_status: outcome.status, lease_token: null, updated_at };
         const set =
           outcome.state === 'pending'
-            ? { ...common, last_error: outcome.error, next_attempt_at: outcome.retryAt.toISOString() }
-            : { ...common, state: 'failed' as const, last_error: outcome.error };
+            ? { ...common, last_error: keptText(outcome.error), next_attempt_at: outcome.retryAt.toISOString() }
+            : { ...common, state: 'failed' as const, last_error: keptText(outcome.error) };
         const row = await tx
           .updateTable('webhook_deliveries')
           .set(set)

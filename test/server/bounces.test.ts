@@ -187,6 +187,16 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     }
   });
 
+  it('keeps a report carrying a NUL, which PostgreSQL cannot store, with U+FFFD in its place', async () => {
+    const address = `nul.${backend}@example.com`;
+    const id = await sent({ to: address });
+    const info = await report(dsn({ recipients: [{ address, action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown\0' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
+    expect(info.response).toMatch(/^250 /);
+    expect(await email(id)).toMatchObject({ last_event: 'bounced', last_error: expect.stringContaining('User unknown\uFFFD') });
+    expect((await eventsOf(id)).at(-1)!.data.bounce.diagnosticCode).toEqual(['smtp; 550 5.1.1 User unknown\0']);
+    expect(await suppression(address)).toMatchObject({ origin: 'bounce', source_id: id });
+  });
+
   it('records a Permanent bounce for a full mailbox without suppressing the address: a later email may get through', async () => {
     const address = `full.${backend}@example.com`;
     const id = await sent({ to: address });

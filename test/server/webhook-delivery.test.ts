@@ -4,6 +4,8 @@
 // same svix-id until the receiver takes them; a webhook that keeps failing is disabled; disabled
 // webhooks and types not asked for get nothing; and non-public addresses are not posted to.
 import { lookup } from 'node:dns/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { pino } from 'pino';
 import { Webhook } from 'standardwebhooks';
@@ -119,6 +121,26 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
       expect(new Set(attempts.map((r) => verified(r, signing_secret).data.email_id)).size).toBe(1);
     }
     expect((await deliveries(id)).map((d) => [d.attempts, d.last_status])).toEqual(Array(20).fill([3, 200]));
+  });
+
+  it('records an answer carrying a NUL, which PostgreSQL cannot store, with U+FFFD, and the outcomes recorded beside it', async () => {
+    const refusing = createServer((_req, res) => res.writeHead(500).end('broken\0answer'));
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    try {
+      const inbox = await receiver();
+      const bad = await webhook(`http://127.0.0.1:${(refusing.address() as AddressInfo).port}/hooks`, ['email.sent']);
+      const good = await webhook(inbox.url, ['email.sent']);
+      const emails = Array.from({ length: 10 }, () => emailRecord());
+      await recordEvents(server.store, emails.map((e) => emailEvent('email.sent', e)), emails);
+      dispatch({ retryScheduleMs: [60_000] });
+      await until(async () => (await deliveries(bad.id)).every((d) => d.attempts === 1 && d.last_status === 500), 'every refusal recorded');
+      expect(new Set((await deliveries(bad.id)).map((d) => [d.state, d.last_error].join(' ')))).toEqual(new Set(['pending HTTP 500: broken\uFFFDanswer']));
+      await until(async () => (await deliveries(good.id)).every((d) => d.state === 'delivered'), 'every delivery to the other webhook delivered');
+      expect(inbox.received).toHaveLength(10);
+    } finally {
+      refusing.closeAllConnections();
+      await new Promise((resolve) => refusing.close(resolve));
+    }
   });
 
   it('keeps a delivery while the receiver is down, and delivers it once the port answers', async () => {
