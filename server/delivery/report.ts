@@ -8,11 +8,11 @@
 import { parseMailbox } from '../emails/mailbox.ts';
 import type { EmailEvent } from '../store/database.ts';
 import type { EmailRecord } from '../store/emails.ts';
-import type { ReportChange } from '../store/reports.ts';
+import { TOO_EARLY, type ReportChange } from '../store/reports.ts';
 import { bounceSuppressions } from '../store/suppressions.ts';
 import { suppresses, type Bounce } from './bounce.ts';
 
-export type Decision = (email: EmailRecord) => ReportChange | undefined;
+export type Decision = (email: EmailRecord) => ReportChange | typeof TOO_EARLY | undefined;
 
 /**
  * The decision `decide` takes on the lines of a report about the email's own recipients, a line that
@@ -41,18 +41,27 @@ export function bounced(bounce: Bounce, addresses: string[]): Decision {
   };
 }
 
+/**
+ * A notice of delay, delivery or complaint can arrive while the email is still `queued`: the relay took
+ * it and the worker has not yet recorded so. Taken then, it would change nothing and be lost; it is
+ * refused for now instead (451), and its sender tries again.
+ */
+const early = (email: EmailRecord) => email.last_event === 'queued';
+
 export function delayed(reason: string): Decision {
   // Not after `delivered`: a late notice of delay cannot undo a notice of success.
-  return (email) => (['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivery_delayed', event: { type: 'email.delivery_delayed', data: { reason } }, suppress: [], park: true } : undefined);
+  return (email) =>
+    early(email) ? TOO_EARLY : ['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivery_delayed', event: { type: 'email.delivery_delayed', data: { reason } }, suppress: [], park: true } : undefined;
 }
 
 export function delivered(): Decision {
-  return (email) => (['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivered', event: { type: 'email.delivered' }, suppress: [] } : undefined);
+  return (email) => (early(email) ? TOO_EARLY : ['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivered', event: { type: 'email.delivered' }, suppress: [] } : undefined);
 }
 
 /** `addresses`: who complained, when the report says; else the email's only recipient. */
 export function complained(feedbackType: string | undefined, addresses: string[]): Decision {
   return (email) => {
+    if (early(email)) return TOO_EARLY;
     if (!LEFT.includes(email.last_event)) return undefined;
     const recipients = recipientsAmong(email, addresses);
     if (addresses.length > 0 && recipients.length === 0) return undefined; // about someone else

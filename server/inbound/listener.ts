@@ -2,7 +2,8 @@
 // to whatever address the operator has them sent to) arrive. Every message is accepted and read; what
 // it reports is recorded on its email (store/reports.ts). Mail that reports nothing known, or names no
 // email of ours, is accepted, logged and dropped: refusing it would only make the sender try again.
-// Only a database that cannot be reached is a 4xx, so that the report comes again later.
+// Only a database that cannot be reached, or a report about an email still being sent, is a 4xx, so
+// that the report comes again later.
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { SMTPServerAddress } from 'smtp-server';
@@ -10,7 +11,7 @@ import { ConfigError } from '../config.ts';
 import { bounceSubType, bounceType, statusIn, type Bounce } from '../delivery/bounce.ts';
 import { bounced, complained, delayed, delivered, onOwnRecipients, type Decision } from '../delivery/report.ts';
 import type { Store } from '../store/index.ts';
-import type { ReportOutcome } from '../store/reports.ts';
+import { TOO_EARLY, type ReportOutcome } from '../store/reports.ts';
 import { readReport, type DsnRecipient, type Report } from './report.ts';
 
 export interface InboundOptions {
@@ -20,6 +21,8 @@ export interface InboundOptions {
   maxBytes?: number;
   /** Connections served at once. */
   maxClients?: number;
+  /** Connections served at once from one address. */
+  maxPerAddress?: number;
 }
 
 export interface InboundListener {
@@ -29,6 +32,7 @@ export interface InboundListener {
 
 export async function startInbound(store: Store, logger: Logger, options: InboundOptions): Promise<InboundListener> {
   const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+  const maxPerAddress = options.maxPerAddress ?? 10;
   // Loaded here, not at the top: a delivery thread without a listener (the default) is spared
   // smtp-server and mailparser, about 10 MB of memory.
   const { SMTPServer } = await import('smtp-server');
@@ -38,7 +42,16 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
     authOptional: true,
     disabledCommands: ['AUTH', 'STARTTLS'],
     size: maxBytes,
-    maxClients: options.maxClients ?? 20,
+    maxClients: options.maxClients ?? 100,
+    // A client that opens connections and says nothing holds each for the idle timeout (a minute):
+    // one address may hold a tenth of them, so that it cannot keep the relays' reports out alone.
+    onConnect(session, callback) {
+      const fromThere = [...server.connections].filter((connection) => connection.remoteAddress === session.remoteAddress).length;
+      if (fromThere <= maxPerAddress) return callback();
+      callback(Object.assign(new Error(`Too many connections from ${session.remoteAddress}, try again in a moment`), { responseCode: 421 }));
+    },
+    // A reply's name for the client would be all a PTR lookup gave: it is not worth a DNS query a connection.
+    disableReverseLookup: true,
     logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -54,7 +67,7 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
         }
         const recipients = session.envelope.rcptTo.map((a: SMTPServerAddress) => a.address);
         receive(store, logger, Buffer.concat(chunks), recipients).then(
-          () => callback(),
+          (outcome) => callback(outcome === TOO_EARLY ? Object.assign(new Error('The email it reports on is still being sent: try again later'), { responseCode: 451 }) : undefined),
           (err) => {
             logger.warn({ err }, 'an inbound report could not be recorded now; the sender will try again');
             callback(Object.assign(new Error('Try again later'), { responseCode: 451 }));
@@ -78,7 +91,7 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
 }
 
 /** Reads one message and records what it reports; rejects when that could not be recorded. */
-async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<void> {
+async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<ReportOutcome | undefined> {
   let report: Report;
   try {
     report = await readReport(raw, recipients);
@@ -92,6 +105,7 @@ async function receive(store: Store, logger: Logger, raw: Buffer, recipients: st
   // tries again, and a report it was told was taken is never dropped.
   const outcome = await record(store, report, report.emailId);
   logger.info({ kind: report.kind, emailId: report.emailId, outcome }, 'inbound report');
+  return outcome === 'nothing to record' ? undefined : outcome;
 }
 
 function record(store: Store, report: Exclude<Report, { kind: 'other' }>, emailId: string): Promise<ReportOutcome | 'nothing to record'> {

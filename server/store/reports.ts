@@ -24,7 +24,13 @@ export interface ReportChange {
   error?: string;
 }
 
-export type ReportOutcome = 'recorded' | 'unchanged' | 'unknown_email';
+/**
+ * What a decision answers for a report about an email the relay may have taken while the worker has
+ * not yet recorded it (`queued`): the report is refused for now, and comes again once it can apply.
+ */
+export const TOO_EARLY = 'too_early';
+
+export type ReportOutcome = 'recorded' | 'unchanged' | 'unknown_email' | typeof TOO_EARLY;
 
 /** Never: an email parked here is not claimed again. */
 const PARKED = '9999-12-31T23:59:59.999Z';
@@ -37,7 +43,7 @@ export class ReportStore {
   ) {}
 
   /** Applies what `decide` makes of the report for the email; `unchanged` when it makes nothing (a repeat). */
-  async apply(emailId: string, decide: (email: EmailRecord) => ReportChange | undefined, at: Date): Promise<ReportOutcome> {
+  async apply(emailId: string, decide: (email: EmailRecord) => ReportChange | typeof TOO_EARLY | undefined, at: Date): Promise<ReportOutcome> {
     const now = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
       const read = tx.selectFrom('emails').selectAll().where('id', '=', emailId);
@@ -47,6 +53,7 @@ export class ReportStore {
       const { lease_token: _, ...record } = email;
       const change = decide(record);
       if (!change) return 'unchanged';
+      if (change === TOO_EARLY) return TOO_EARLY;
       await tx
         .updateTable('emails')
         .set({

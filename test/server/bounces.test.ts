@@ -4,7 +4,7 @@
 // nodemailer to the inbound listener; the email's events, last_event and the suppression list follow.
 // A relay's synchronous 5xx is a Permanent bounce too. Junk mail is accepted and changes nothing.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -309,6 +309,51 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     await report(dsn({ emailId: id, recipients: [{ address: `victim.${backend}@example.com`, action: 'failed', status: '5.1.1' }, { address: address.toUpperCase(), action: 'delivered', status: '2.0.0' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
     expect((await email(id)).last_event).toBe('delivered');
     expect((await eventsOf(id)).slice(events.length)).toEqual([{ type: 'email.delivered', data: null }]);
+  });
+
+  it('refuses for now (451) a notice of delay, delivery or complaint about an email not yet recorded as sent, and takes it once it is', async () => {
+    const address = `early.${backend}@example.com`;
+    const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'team@acme.dev', to: address, subject: 'Hi', text: 'Hi' }) });
+    const { id } = await res.json();
+    const notices = [
+      arf({ emailId: id, to: address }),
+      dsn({ emailId: id, recipients: [{ address, action: 'delivered', status: '2.0.0' }] }),
+      dsn({ emailId: id, recipients: [{ address, action: 'delayed', status: '4.4.7' }] }),
+    ];
+    for (const notice of notices) await expect(report(notice, `bounces+${id}@${BOUNCE_DOMAIN}`)).rejects.toMatchObject({ responseCode: 451 });
+    expect(await email(id)).toMatchObject({ last_event: 'queued' });
+    expect(await eventsOf(id)).toEqual([]);
+
+    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
+    try {
+      await worker.runOnce();
+    } finally {
+      await worker.stop();
+    }
+    expect((await report(notices[0]!, `bounces+${id}@${BOUNCE_DOMAIN}`)).response).toMatch(/^250 /);
+    expect((await email(id)).last_event).toBe('complained');
+    expect(await suppression(address)).toMatchObject({ origin: 'complaint', source_id: id });
+  });
+
+  it('lets one address hold a tenth of the connections at most, so that idle ones cannot keep the relays out', async () => {
+    const greeting = (localAddress: string) =>
+      new Promise<{ socket: Socket; line: string }>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port: inbound.port, localAddress });
+        socket.once('data', (data) => resolve({ socket, line: data.toString('latin1') })).once('error', reject);
+      });
+    const idle = [];
+    try {
+      for (let i = 0; i < 10; i++) idle.push(await greeting('127.0.0.1'));
+      expect(idle.map((c) => c.line.slice(0, 4))).toEqual(Array(10).fill('220 '));
+      const over = await greeting('127.0.0.1');
+      idle.push(over);
+      expect(over.line).toMatch(/^421 .*Too many connections from 127\.0\.0\.1/);
+      const elsewhere = await greeting('127.0.0.2');
+      idle.push(elsewhere);
+      expect(elsewhere.line).toMatch(/^220 /);
+    } finally {
+      for (const { socket } of idle) socket.destroy();
+    }
   });
 
   it('accepts junk and reports about nothing of ours, and changes nothing', async () => {
