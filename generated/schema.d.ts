@@ -1935,9 +1935,9 @@ export interface components {
             topics: components["schemas"]["TopicChoice"][];
         };
         /**
-         * @description One email to send. `from` and `subject` are required unless a template supplies them;
-         *     `template` cannot be combined with `html` or `text`. Without `text`, a plain-text part is
-         *     generated from `html`; an empty `text` turns that off.
+         * @description One email to send. `from` and `subject` are required unless a template supplies them, and so
+         *     is a body: `html` or `text`, not both empty. `template` cannot be combined with `html` or
+         *     `text`. Without `text`, a plain-text part is generated from `html`; an empty `text` turns that off.
          */
         OutgoingEmail: {
             from?: components["schemas"]["Mailbox"];
@@ -3173,7 +3173,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The body is not valid JSON, or the `Idempotency-Key` header is empty or too long. */
+        /** @description The body is not valid JSON, is JSON but not an object (an array, for a batch), or is nested deeper than 64 levels; or the `Idempotency-Key` header is empty or too long. */
         BadRequest: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
