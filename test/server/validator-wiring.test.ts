@@ -136,8 +136,11 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
     expect((await server.request('/contacts', { method: 'PUT', headers: { authorization: '' } })).status).toBe(405);
   });
 
-  it('takes a trailing slash, or a letter in another case, as another path: `GET /emails/` (an SDK getting the id "") is no list, but 404', async () => {
-    const paths = [['GET', '/emails/'], ['GET', '/contacts/'], ['DELETE', '/contacts/'], ['GET', `/broadcasts/${randomUUID()}/`], ['GET', '/health/'], ['GET', '/Emails'], ['GET', '/CONTACTS'], ['HEAD', '/API-KEYS']];
+  it('takes a trailing slash, an empty segment, or a letter in another case, as another path: `GET /emails/` (an SDK getting the id "") is no list, but 404', async () => {
+    const paths = [
+      ['GET', '/emails/'], ['GET', '/contacts/'], ['DELETE', '/contacts/'], ['GET', `/broadcasts/${randomUUID()}/`], ['GET', '/health/'], ['GET', '/Emails'], ['GET', '/CONTACTS'], ['HEAD', '/API-KEYS'],
+      ['GET', `/broadcasts//${randomUUID()}`], ['POST', '/emails//batch'], ['GET', '/contacts//'],
+    ];
     for (const [method, path] of paths) {
       if (method === 'HEAD') {
         expect((await server.request(path!, { method })).status).toBe(404);
