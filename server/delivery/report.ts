@@ -49,13 +49,20 @@ export function bounced(bounce: Bounce, addresses: string[]): Decision {
 const early = (email: EmailRecord) => email.last_event === 'queued';
 
 export function delayed(reason: string): Decision {
-  // Not after `delivered`: a late notice of delay cannot undo a notice of success.
-  return (email) =>
-    early(email) ? TOO_EARLY : ['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivery_delayed', event: { type: 'email.delivery_delayed', data: { reason } }, suppress: [], park: true } : undefined;
+  return (email) => {
+    if (early(email)) return TOO_EARLY;
+    // Not after `delivered`: a late notice of delay cannot undo a notice of success.
+    if (!['sent', 'delivery_delayed'].includes(email.last_event)) return undefined;
+    return { last_event: 'delivery_delayed', event: { type: 'email.delivery_delayed', data: { reason } }, suppress: [], park: true };
+  };
 }
 
 export function delivered(): Decision {
-  return (email) => (early(email) ? TOO_EARLY : ['sent', 'delivery_delayed'].includes(email.last_event) ? { last_event: 'delivered', event: { type: 'email.delivered' }, suppress: [] } : undefined);
+  return (email) => {
+    if (early(email)) return TOO_EARLY;
+    if (!['sent', 'delivery_delayed'].includes(email.last_event)) return undefined;
+    return { last_event: 'delivered', event: { type: 'email.delivered' }, suppress: [] };
+  };
 }
 
 /** `addresses`: who complained, when the report says; else the email's only recipient. */

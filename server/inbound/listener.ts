@@ -50,7 +50,7 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
       if (fromThere <= maxPerAddress) return callback();
       callback(Object.assign(new Error(`Too many connections from ${session.remoteAddress}, try again in a moment`), { responseCode: 421 }));
     },
-    // A reply's name for the client would be all a PTR lookup gave: it is not worth a DNS query a connection.
+    // The client's name from a PTR lookup is used for nothing here: no DNS query a connection for it.
     disableReverseLookup: true,
     logger: false,
     onData(stream, session, callback) {
