@@ -4,6 +4,7 @@
 // Original-Envelope-Id we asked the relay to return, else (an ARF) the return path the original
 // carried, else the Message-ID of the original's headers as returned (`<email id@domain>`).
 import type { Attachment, ParsedMail } from 'mailparser';
+import { keptText } from '../store/outsideText.ts';
 
 export interface DsnRecipient {
   address: string | undefined;
@@ -71,7 +72,9 @@ export async function readReport(raw: Buffer, recipients: string[]): Promise<Rep
   return { kind: 'other', why: reportType ? `a report of type ${reportType.slice(0, 100)}` : 'not a multipart/report' };
 }
 
-const text = (attachment: Attachment) => attachment.content.toString('utf8');
+// A NUL read here would reach the event's data, and from there webhook receivers, whose stores may
+// refuse it as PostgreSQL does (outsideText.ts).
+const text = (attachment: Attachment) => keptText(attachment.content.toString('utf8'));
 const lower = (id: string | undefined) => id?.toLowerCase();
 
 /** `rfc822; someone@example.com`, `<someone@example.com>` or a bare address, as the bare address. */

@@ -193,7 +193,7 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     const info = await report(dsn({ recipients: [{ address, action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 User unknown\0' }] }), `bounces+${id}@${BOUNCE_DOMAIN}`);
     expect(info.response).toMatch(/^250 /);
     expect(await email(id)).toMatchObject({ last_event: 'bounced', last_error: expect.stringContaining('User unknown\uFFFD') });
-    expect((await eventsOf(id)).at(-1)!.data.bounce.diagnosticCode).toEqual(['smtp; 550 5.1.1 User unknown\0']);
+    expect((await eventsOf(id)).at(-1)!.data.bounce.diagnosticCode).toEqual(['smtp; 550 5.1.1 User unknown\uFFFD']);
     expect(await suppression(address)).toMatchObject({ origin: 'bounce', source_id: id });
   });
 
