@@ -91,7 +91,7 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
 }
 
 /** Reads one message and records what it reports; rejects when that could not be recorded. */
-async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<ReportOutcome | undefined> {
+async function receive(store: Store, logger: Logger, raw: Buffer, recipients: string[]): Promise<ReportOutcome | 'nothing to record' | undefined> {
   let report: Report;
   try {
     report = await readReport(raw, recipients);
@@ -105,7 +105,7 @@ async function receive(store: Store, logger: Logger, raw: Buffer, recipients: st
   // tries again, and a report it was told was taken is never dropped.
   const outcome = await record(store, report, report.emailId);
   logger.info({ kind: report.kind, emailId: report.emailId, outcome }, 'inbound report');
-  return outcome === 'nothing to record' ? undefined : outcome;
+  return outcome;
 }
 
 function record(store: Store, report: Exclude<Report, { kind: 'other' }>, emailId: string): Promise<ReportOutcome | 'nothing to record'> {

@@ -186,11 +186,8 @@ export class WebhookDeliveryStore {
       const recorded: string[] = [];
       for (const statement of statements) recorded.push(...(await markDelivered(tx, statement)));
       for (const outcome of others) {
-        const common = { last_status: outcome.status, lease_token: null, updated_at };
-        const set =
-          outcome.state === 'pending'
-            ? { ...common, last_error: keptText(outcome.error), next_attempt_at: outcome.retryAt.toISOString() }
-            : { ...common, state: 'failed' as const, last_error: keptText(outcome.error) };
+        const common = { last_status: outcome.status, last_error: keptText(outcome.error), lease_token: null, updated_at };
+        const set = outcome.state === 'pending' ? { ...common, next_attempt_at: outcome.retryAt.toISOString() } : { ...common, state: 'failed' as const };
         const row = await tx
           .updateTable('webhook_deliveries')
           .set(set)
