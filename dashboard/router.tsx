@@ -13,6 +13,28 @@ export interface Location {
 
 const read = (): Location => ({ path: location.pathname.slice(BASE.length) || '/', query: new URLSearchParams(location.search) });
 
+/** Asks whether to leave a page with work not saved; set by useLeaveGuard. */
+let mayLeave: (() => boolean) | undefined;
+
+/**
+ * While `unsaved`, leaving the page asks first: by the dashboard's own links, and by the browser's
+ * reload, close or address bar. (Not by the browser's Back, which the History API cannot hold; nor
+ * where the page itself moves on, having saved or deleted.)
+ */
+export function useLeaveGuard(unsaved: boolean): void {
+  useEffect(() => {
+    if (!unsaved) return;
+    const ask = () => confirm('Leave this page? Your changes are not saved.');
+    const warn = (event: BeforeUnloadEvent) => event.preventDefault();
+    mayLeave = ask;
+    addEventListener('beforeunload', warn);
+    return () => {
+      if (mayLeave === ask) mayLeave = undefined;
+      removeEventListener('beforeunload', warn);
+    };
+  }, [unsaved]);
+}
+
 /** Goes to a dashboard path, such as `/contacts?after=…`, adding it to the tab's history. */
 export function navigate(to: string, { replace = false } = {}): void {
   history[replace ? 'replaceState' : 'pushState'](null, '', BASE + to);
@@ -38,6 +60,7 @@ export function Link({ to, children, current }: { to: string; children: Componen
       onClick={(event) => {
         if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
         event.preventDefault();
+        if (mayLeave?.() === false) return;
         navigate(to);
       }}
     >

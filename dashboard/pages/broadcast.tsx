@@ -5,7 +5,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { parseParts, personalize, type Recipient } from '../../server/broadcasts/placeholders.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
-import { navigate } from '../router.tsx';
+import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
 
@@ -24,19 +24,24 @@ const draftOf = (broadcast?: Broadcast): Draft => ({
   text: broadcast?.text ?? '',
 });
 
-/** The request body: fields left empty are left out, so the API's own defaults and checks apply. */
-function bodyOf(draft: Draft) {
+/**
+ * The request body. Making a broadcast, fields left empty are left out, so the API's own defaults and
+ * checks apply; changing one, those the API can empty (reply-to, preview text, the bodies) are sent
+ * empty, or emptying them would not be saved. A name and a segment cannot be taken away.
+ */
+function bodyOf(draft: Draft, change: boolean) {
   const given = (value: string) => (value.trim() === '' ? undefined : value);
-  const replyTo = replyToValue(draft.reply_to);
+  const emptied = (value: string) => given(value) ?? (change ? '' : undefined);
+  const replyTo = replyToValue(draft.reply_to) ?? (change ? [] : undefined);
   return {
     from: draft.from.trim(),
     subject: draft.subject,
     ...(given(draft.name) && { name: draft.name }),
-    ...(replyTo && { reply_to: replyTo }),
-    ...(given(draft.preview_text) && { preview_text: draft.preview_text }),
+    ...(replyTo !== undefined && { reply_to: replyTo }),
+    ...(emptied(draft.preview_text) !== undefined && { preview_text: emptied(draft.preview_text) }),
     ...(given(draft.segment_id) && { segment_id: draft.segment_id }),
-    ...(given(draft.html) && { html: draft.html }),
-    ...(given(draft.text) && { text: draft.text }),
+    ...(emptied(draft.html) !== undefined && { html: emptied(draft.html) }),
+    ...(emptied(draft.text) !== undefined && { text: emptied(draft.text) }),
   };
 }
 
@@ -64,9 +69,10 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
   const topics = useLoad(() => client.GET('/topics'), []);
   const field = (name: keyof Draft) => ({ value: draft[name], onValue: (value: string) => setDraft({ ...draft, [name]: value }) });
   const unsaved = JSON.stringify(draft) !== JSON.stringify(saved);
+  useLeaveGuard(unsaved);
 
   async function save() {
-    const body = bodyOf(draft);
+    const body = bodyOf(draft, broadcast !== undefined);
     if (!broadcast) {
       const { data, error } = await client.POST('/broadcasts', { body: { ...body, ...(draft.topic_id && { topic_id: draft.topic_id }) } });
       setError(error ?? null);
@@ -75,7 +81,12 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
     }
     const { error } = await client.PATCH('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: broadcast.id } }, body: { ...body, topic_id: draft.topic_id || null } });
     setError(error ?? null);
-    if (!error) setSaved(draft);
+    if (error) return;
+    // The form shows what was stored, not what was typed: a name or segment left empty is still there.
+    const { data } = await client.broadcasts.get(broadcast.id);
+    const stored = data ? draftOf(data) : draft;
+    setDraft(stored);
+    setSaved(stored);
   }
 
   return (
@@ -174,7 +185,7 @@ function TestSend({ draft, content }: { draft: Draft; content: { subject: string
       class="row"
       aria-label="Send a test"
       onSubmit={async () => {
-        const { reply_to } = bodyOf(draft);
+        const { reply_to } = bodyOf(draft, false);
         const { data, error } = await client.emails.send({
           from: draft.from.trim(),
           to: to.trim(),

@@ -237,7 +237,7 @@ function EmailPage({ id }: Record<string, string>) {
                   {attachments.data.data.map((a) => (
                     <li key={a.id}>
                       <a href={a.download_url} download={a.filename ?? ''}>
-                        {a.filename ?? '(no name)'}
+                        {a.filename === null ? '(no name)' : withVisibleDirection(a.filename)}
                       </a>{' '}
                       <span class="field-hint">
                         {a.content_type}, {byteSize(a.size)}
@@ -268,3 +268,9 @@ export const emailRoutes: Route[] = [
   { path: '/emails', page: EmailLog },
   { path: '/emails/:id', page: EmailPage },
 ];
+
+/**
+ * A file name with its direction controls shown as their code points: `invoice\u202Efdp.exe` would
+ * read as `invoiceexe.pdf`, a program passed off as a document.
+ */
+const withVisibleDirection = (name: string) => name.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);

@@ -5,7 +5,7 @@ import { parseTemplate, render, type Values } from '../../server/templates/rende
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
-import { navigate } from '../router.tsx';
+import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
@@ -106,6 +106,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
   const [draft, setDraft] = useState<Draft>(() => draftOf(template));
   const [error, setError] = useState<MailroomError | null>(null);
   const unsaved = JSON.stringify(draft) !== JSON.stringify(draftOf(template));
+  useLeaveGuard(unsaved);
   const field = (name: Exclude<keyof Draft, 'variables'>) => ({ value: draft[name], onValue: (value: string) => setDraft({ ...draft, [name]: value }) });
   const setVariable = (index: number, part: Partial<Variable>) => setDraft({ ...draft, variables: draft.variables.map((v, i) => (i === index ? { ...v, ...part } : v)) });
 

@@ -1,7 +1,7 @@
 // Webhooks: the endpoints that receive events; a new one (its signing secret shown once), turning
 // one off and on, rotating its signing secret, deleting one. A webhook's events: where each delivery
 // stands, the last answer and the payload of one, and a replay.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
@@ -62,8 +62,9 @@ function Webhooks() {
         onSubmit={async () => {
           const { data, error } = await client.POST('/webhooks', { body: { endpoint: endpoint.trim(), events: ALL.filter((type) => events.has(type)) } });
           setCreateError(error ?? null);
-          setSecret(data ? { id: data.id, endpoint: endpoint.trim(), secret: data.signing_secret } : null);
+          // A refused create keeps the last secret shown: it is shown only once.
           if (!data) return;
+          setSecret({ id: data.id, endpoint: endpoint.trim(), secret: data.signing_secret });
           setEndpoint('');
           webhooks.reload();
         }}
@@ -164,6 +165,15 @@ function WebhookEvents({ id }: Record<string, string>) {
     events.reload();
     shown.reload();
   });
+  const [replayed, setReplayed] = useState<string | null>(null);
+  // The event opens below the list, often past the window's bottom: taken to it, focus too.
+  const panel = useRef<HTMLElement>(null);
+  const opened = open !== null && shown.data?.id === open;
+  useEffect(() => {
+    if (!opened) return;
+    panel.current?.scrollIntoView({ block: 'nearest' });
+    panel.current?.focus({ preventScroll: true });
+  }, [opened, open]);
   if (webhook.error) return <Unreadable title="Webhook events" back={['/webhooks', 'All webhooks']} error={webhook.error} />;
   const title = webhook.data ? `Events of ${webhook.data.endpoint}` : 'Webhook events';
   const event = shown.data;
@@ -174,6 +184,11 @@ function WebhookEvents({ id }: Record<string, string>) {
         <Link to="/webhooks">All webhooks</Link>
       </p>
       <ErrorNote error={events.error ?? shown.error ?? replayError} />
+      {replayed && (
+        <p class="notice" role="status">
+          Event <code>{replayed}</code> is posted again now.
+        </p>
+      )}
       {webhook.data?.status === 'disabled' && <p class="field-hint">This webhook is disabled: nothing is posted to it, and its events cannot be replayed.</p>}
       {events.loading && !events.data && <Loading what="events" />}
       {events.data && events.data.data.length > 0 && (
@@ -209,7 +224,13 @@ function WebhookEvents({ id }: Record<string, string>) {
                       <span class="visually-hidden"> {listed.id}</span>
                     </button>
                     {webhook.data?.status === 'enabled' && (
-                      <ActionButton class="secondary" onClick={() => run(() => client.POST('/webhooks/{webhook_id}/events/{event_id}/replay', { params: { path: { ...path, event_id: listed.id } } }))}>
+                      <ActionButton
+                        class="secondary"
+                        onClick={async () => {
+                          setReplayed(null);
+                          if (await run(() => client.POST('/webhooks/{webhook_id}/events/{event_id}/replay', { params: { path: { ...path, event_id: listed.id } } }))) setReplayed(listed.id);
+                        }}
+                      >
                         Replay<span class="visually-hidden"> {listed.id}</span>
                       </ActionButton>
                     )}
@@ -222,8 +243,8 @@ function WebhookEvents({ id }: Record<string, string>) {
       )}
       {events.data?.data.length === 0 && <p>No events yet.</p>}
       {events.data && <Pager items={events.data.data} hasMore={events.data.has_more} path={`/webhooks/${id}/events`} />}
-      {open && event?.id === open && (
-        <section class="panel" aria-label={`Event ${event.id}`}>
+      {opened && event && (
+        <section class="panel" aria-label={`Event ${event.id}`} ref={panel} tabIndex={-1}>
           <h2>
             {event.type} <code>{event.id}</code>
           </h2>

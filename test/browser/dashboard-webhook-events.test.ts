@@ -61,9 +61,13 @@ describe.skipIf(!chromiumPresent)("the dashboard's webhook events", () => {
     expect(await row(failing.id).getByText('attempting', { exact: true }).count()).toBe(1);
     expect(await row(succeeded.id).getByText('success', { exact: true }).count()).toBe(1);
 
+    // A short window, so that the event, shown below the list, opens past its bottom unless taken to.
+    await page.setViewportSize({ width: 1280, height: 320 });
     await row(failing.id).getByRole('button', { name: `Show ${failing.id}` }).click();
     const detail = page.getByRole('region', { name: `Event ${failing.id}` });
     await detail.waitFor();
+    await until(() => detail.evaluate((element) => element.getBoundingClientRect().top < innerHeight && element === document.activeElement), 'the event in view, with focus');
+    await page.setViewportSize({ width: 1280, height: 800 });
     expect(await detail.textContent()).toContain('1 attempt; the last answered 500');
     expect(await detail.locator('pre').textContent()).toContain(refused.id);
 
@@ -71,6 +75,7 @@ describe.skipIf(!chromiumPresent)("the dashboard's webhook events", () => {
     await row(succeeded.id).getByRole('button', { name: `Replay ${succeeded.id}` }).click();
     await until(() => inbox.received.length > before, async () => `the replay posted: ${JSON.stringify(await api('GET', `/webhooks/${id}/events/${succeeded.id}`))} page: ${await page.locator('main').textContent()}`);
     expect(inbox.received.at(-1)!.id).toBe(succeeded.id);
+    await page.getByRole('status').filter({ hasText: `Event ${succeeded.id} is posted again now.` }).waitFor();
     expect(await overflows(page)).toBe(false);
 
     const narrow = await open(`/webhooks/${id}/events`, 375);

@@ -1,0 +1,129 @@
+// The dashboard against a careless or deceived person: a draft's fields emptied and saved, work left
+// unsaved by a click elsewhere, a second webhook refused after the first one's secret was shown, a file
+// name that hides its type behind a right-to-left override, and an address in a table on a phone.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumPresent, launchChromium, openSignedIn } from '../support/dashboard.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
+  let browser: Browser;
+  let server: TestServer;
+  const opened: Page[] = [];
+  /** A signed-in page whose confirm() dialogs are answered with `answer`, each one's text kept in `asked`. */
+  const open = async (path: string, { answer = true, width = 1280 } = {}) => {
+    const page = await openSignedIn(browser, server.url, server.apiKey, path);
+    await page.setViewportSize({ width, height: 800 });
+    const asked: string[] = [];
+    page.on('dialog', (dialog) => {
+      asked.push(dialog.message());
+      void (answer ? dialog.accept() : dialog.dismiss());
+    });
+    opened.push(page);
+    return Object.assign(page, { asked });
+  };
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
+    return res.json();
+  };
+  const draft = async () => {
+    const segment = await api('POST', '/segments', { name: `Careless ${Math.random()}` });
+    return api('POST', '/broadcasts', {
+      segment_id: segment.id,
+      name: 'Kept name',
+      from: 'news@acme.dev',
+      subject: 'Hi',
+      reply_to: 'help@acme.dev',
+      preview_text: 'Old preview',
+      html: '<p>Old html</p>',
+      text: 'Old text',
+    });
+  };
+
+  beforeAll(async () => {
+    server = await startTestServer('sqlite');
+    browser = await launchChromium();
+  }, 120_000);
+  afterAll(async () => {
+    for (const page of opened) await page.context().close();
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('saves a draft whose reply-to, preview text and text were emptied as empty, and shows a name it cannot empty as still there', async () => {
+    const { id } = await draft();
+    const page = await open(`/broadcasts/${id}`);
+    await page.getByLabel('Subject', { exact: true }).waitFor();
+    for (const label of ['Name', 'Reply-to', 'Preview text', 'Text']) await page.getByLabel(label, { exact: true }).fill('');
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    // Read back after saving: the name, which cannot be emptied, is in the form again.
+    await expect.poll(() => page.getByLabel('Name', { exact: true }).inputValue(), { timeout: 10_000 }).toBe('Kept name');
+
+    const stored = await api('GET', `/broadcasts/${id}`);
+    expect(stored).toMatchObject({ name: 'Kept name', html: '<p>Old html</p>' });
+    expect(stored.reply_to ?? []).toEqual([]);
+    expect(stored.preview_text ?? '').toBe('');
+    expect(stored.text ?? '').toBe('');
+    expect(await page.getByText('Unsaved changes').count()).toBe(0);
+  });
+
+  it('asks before a link elsewhere drops a draft not saved, and stays with it when told to', async () => {
+    const { id } = await draft();
+    const page = await open(`/broadcasts/${id}`, { answer: false });
+    await page.getByLabel('Subject', { exact: true }).fill('Typed, not saved');
+    await page.getByRole('link', { name: 'Emails' }).click();
+    expect(page.asked).toEqual(['Leave this page? Your changes are not saved.']);
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/broadcasts/${id}`);
+    expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Typed, not saved');
+
+    // Saved, it leaves without asking.
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByText('Unsaved changes').waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: 'Emails' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Emails' }).waitFor();
+    expect(page.asked).toHaveLength(1);
+  });
+
+  it('keeps showing a webhook signing secret when the next webhook is refused', async () => {
+    const page = await open('/webhooks');
+    const endpoint = page.getByLabel('Endpoint URL');
+    await endpoint.fill('https://hooks.example.com/first');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = page.getByLabel('Signing secret of https://hooks.example.com/first');
+    await secret.waitFor();
+    const shown = await secret.inputValue();
+    expect(shown).toMatch(/^whsec_/);
+
+    await endpoint.fill('ftp://hooks.example.com/second');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await secret.inputValue()).toBe(shown);
+  });
+
+  it("shows a file name's direction controls as code points, and they do not reverse the text after it", async () => {
+    const { id } = await api('POST', '/emails', {
+      from: 'billing@acme.dev',
+      to: 'someone@example.com',
+      subject: 'Your invoice',
+      text: 'Attached.',
+      attachments: [{ filename: 'invoice\u202Efdp.exe', content: Buffer.from('MZ').toString('base64') }],
+    });
+    const page = await open(`/emails/${id}`);
+    const link = page.locator('.attachments a');
+    await link.waitFor();
+    expect(await link.textContent()).toBe('invoice[U+202E]fdp.exe');
+    expect(await link.evaluate((element) => getComputedStyle(element).unicodeBidi)).toBe('isolate');
+  });
+
+  it('gives an address room in a table on a phone rather than a line for every letter or two', async () => {
+    await api('POST', '/contacts', { email: 'careless.reader@example.com', first_name: 'Careless', last_name: 'Reader' });
+    const page = await open('/contacts', { width: 375 });
+    const row = page.getByRole('row').filter({ hasText: 'careless.reader' });
+    await row.waitFor();
+    const cell = row.getByRole('cell').filter({ hasText: 'careless.reader' });
+    const lineHeight = await cell.evaluate((element) => parseFloat(getComputedStyle(element).lineHeight) || 20);
+    const { height } = (await cell.boundingBox())!;
+    // Padding aside, two or three lines at most: 'careless.reader@example.com' is 27 letters.
+    expect(height).toBeLessThan(4 * lineHeight + 16);
+  });
+});
