@@ -216,7 +216,7 @@ function requestValidationError(e: ValidatorError, req: Request, spec: OpenApiDo
       break;
     }
   }
-  return invalid(`The \`${field}\` ${item.message}.`, name);
+  return invalid(`The \`${field}\` ${inWords(item.message)}.`, name);
 }
 
 /**
@@ -267,7 +267,7 @@ export function describeSchemaErrors(errors: ErrorObject[]): string {
   const type = first.keyword === 'type' ? TYPE_NAMES[String(first.params.type)] : undefined;
   const meaning: unknown = first.keyword === 'pattern' ? first.parentSchema?.[PATTERN_MEANING] : undefined;
   const must = type ?? (typeof meaning === 'string' ? meaning : undefined);
-  return `The \`${field(first.instancePath) || 'email'}\` ${must ? `must be ${must}` : first.message}.`;
+  return `The \`${field(first.instancePath) || 'email'}\` ${must ? `must be ${must}` : inWords(first.message ?? 'is not valid')}.`;
 }
 
 /** The media types the operation's request body may have, as a message names them. */
@@ -359,6 +359,21 @@ const TYPE_NAMES: Record<string, string> = {
 };
 
 const lowerFirst = (s: string) => s.charAt(0).toLowerCase() + s.slice(1);
+
+/**
+ * Ajv's words for a bound on length or count, as a person would say them: "must NOT have fewer than 1
+ * characters" is "must not be empty", "must NOT have more than 50 items" is "must have at most 50 items".
+ */
+function inWords(message: string): string {
+  const bound = /^must NOT have (fewer|more) than (\d+) (characters|items|properties)$/.exec(message);
+  if (!bound) return message;
+  const [, side, limit, unit] = bound as unknown as [string, 'fewer' | 'more', string, string];
+  const things = unit === 'properties' ? 'fields' : unit;
+  if (side === 'fewer' && limit === '1') return unit === 'characters' ? 'must not be empty' : `must have at least one ${things.slice(0, -1)}`;
+  const count = Number(limit).toLocaleString('en');
+  if (unit === 'characters') return `must be ${side === 'fewer' ? 'at least' : 'at most'} ${count} characters long`;
+  return `must have ${side === 'fewer' ? 'at least' : 'at most'} ${count} ${things}`;
+}
 
 /** How many times the request's query string names the parameter, as itself or as a list (`field[]`, `field[0]`). */
 function timesGiven(req: Request, field: string): number {

@@ -61,9 +61,9 @@ describe.each(backends)('finding 9: templates on %s', (backend) => {
   it('refuses a template or email body over 1,000,000 characters, naming the field', async () => {
     const big = 'x'.repeat(1_000_001);
     const template = await post('/templates', { name: 'big', html: big });
-    expect(template).toMatchObject({ status: 422, body: { message: 'The `html` must NOT have more than 1000000 characters.' } });
+    expect(template).toMatchObject({ status: 422, body: { message: 'The `html` must be at most 1,000,000 characters long.' } });
     const email = await post('/emails', { from: 'a@acme.dev', to: 'b@example.com', subject: 's', text: big });
-    expect(email).toMatchObject({ status: 422, body: { message: 'The `text` must NOT have more than 1000000 characters.' } });
+    expect(email).toMatchObject({ status: 422, body: { message: 'The `text` must be at most 1,000,000 characters long.' } });
   });
 
   it('refuses a rendering that would outgrow the bound, or put a line break into the subject', async () => {

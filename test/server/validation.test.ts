@@ -241,11 +241,17 @@ describe.each(backends)('validation on %s', (backend) => {
 
     it('names the branch of a string-or-list field that took the value: a list too long or too short is not "must be a string"', async () => {
       const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
-      expect(await call('POST', '/emails', email(addresses(51)))).toEqual(refusal('The `to` must NOT have more than 50 items.'));
-      expect(await call('POST', '/emails', email([]))).toEqual(refusal('The `to` must NOT have fewer than 1 items.'));
+      expect(await call('POST', '/emails', email(addresses(51)))).toEqual(refusal('The `to` must have at most 50 items.'));
+      expect(await call('POST', '/emails', email([]))).toEqual(refusal('The `to` must have at least one item.'));
       // No branch took a number or null: the field's own words say what it may be, not the first branch's type.
       expect(await call('POST', '/emails', email(5))).toEqual(refusal('The `to` must be one address, or up to 50 of them.'));
       expect(await call('POST', '/emails', email(null))).toEqual(refusal('The `to` must be one address, or up to 50 of them.'));
+    });
+
+    it("says a bound on length or count in a person's words, not Ajv's", async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      expect(await call('POST', '/segments', { name: '' })).toEqual(refusal('The `name` must not be empty.'));
+      expect(await call('POST', '/segments', { name: 'x'.repeat(257) })).toEqual(refusal('The `name` must be at most 256 characters long.'));
     });
 
     it('says what a bare JSON value, a path that is neither id nor address, and a value of two types may be', async () => {
