@@ -3713,7 +3713,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The database cannot be reached right now (a restart, a dropped connection); nothing was changed, so the request can be sent again. */
+        /** @description The database cannot be reached right now (a restart, a dropped connection), or has no room left to write; nothing was changed, so the request can be sent again, after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];

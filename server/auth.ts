@@ -5,6 +5,8 @@ import type { Permission } from './apiKeys/key.ts';
 import type { OpenApiDocument } from './contract.ts';
 import { ApiError } from './errors.ts';
 import { givenMoreThanOnce } from './repeatedHeader.ts';
+import type { Logger } from 'pino';
+import { failureLevel } from './store/database.ts';
 import type { Store } from './store/index.ts';
 
 const ROLES: Record<Permission, readonly string[]> = {
@@ -17,7 +19,7 @@ type SecurityRequirement = Record<string, string[]>;
 const securityOf = (spec: OpenApiDocument, req: Request): SecurityRequirement[] => req.openapi?.schema?.security ?? ((spec.security ?? []) as SecurityRequirement[]);
 
 /** Finds the API key of an operation that needs one: 401 without one, 403 for one unknown or revoked. */
-export function authenticate(spec: OpenApiDocument, store: Store): RequestHandler {
+export function authenticate(spec: OpenApiDocument, store: Store, logger: Logger): RequestHandler {
   return async (req, res, next) => {
     if (securityOf(spec, req).length === 0) return next();
     // Node keeps the first of two; a proxy in front may read the last: who is asking must be plain.
@@ -35,7 +37,10 @@ export function authenticate(spec: OpenApiDocument, store: Store): RequestHandle
     // in the minute the key was made, as its creation, so that it is never used before it was made.
     const minute = `${new Date().toISOString().slice(0, 16)}:00.000Z`;
     const usedAt = minute < record.created_at ? record.created_at : minute;
-    if (record.last_used_at === null || record.last_used_at < usedAt) await store.apiKeys.touch(record.id, usedAt);
+    if (record.last_used_at === null || record.last_used_at < usedAt) {
+      // Bookkeeping: a database that cannot take this write (its disk full) may still answer the request.
+      await store.apiKeys.touch(record.id, usedAt).catch((err: unknown) => logger[failureLevel(err)]({ err, reqId: res.locals.reqId }, 'the API key\'s last use could not be recorded'));
+    }
     next();
   };
 }

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
-import { failureLevel, isUnavailable } from './store/database.ts';
+import { failureLevel, isStorageFull, isUnavailable } from './store/database.ts';
 import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
@@ -23,6 +23,8 @@ export class ApiError extends Error {
 
 export const databaseUnavailable = () =>
   new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
+/** Nothing was written: the operator must make room, so a retry is worth it in minutes, not at once. */
+const storageFull = () => new ApiError(503, 'service_unavailable', 'The database has no room left to write; nothing was changed. Try again later.', { 'Retry-After': '60' });
 
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 export const invalid = (message: string, name: ErrorName = 'validation_error') => new ApiError(422, name, message);
@@ -83,6 +85,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     return invalid(`The ${err.what} cannot be deleted: broadcast ${quoted(err.broadcastId)}, which is ${err.status}, is addressed to it. Cancel that broadcast, or give it another ${err.what}, first.`);
   }
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
+  if (isStorageFull(err)) return storageFull();
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {

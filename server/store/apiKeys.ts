@@ -85,13 +85,18 @@ export class ApiKeyStore {
 
   /** Notes that the key was used at `minute`, unless a later use is noted already. */
   async touch(id: string, minute: string): Promise<void> {
-    await this.db
-      .updateTable('api_keys')
-      .set({ last_used_at: minute })
-      .where('id', '=', id)
-      .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', minute)]))
-      .execute();
-    for (const { record } of this.recent.values()) if (record.id === id && (record.last_used_at === null || record.last_used_at < minute)) record.last_used_at = minute;
+    try {
+      await this.db
+        .updateTable('api_keys')
+        .set({ last_used_at: minute })
+        .where('id', '=', id)
+        .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', minute)]))
+        .execute();
+    } finally {
+      // Noted in memory even when the write failed (the disk full): tried again when the key is next
+      // read from the database, not on every request meanwhile.
+      for (const { record } of this.recent.values()) if (record.id === id && (record.last_used_at === null || record.last_used_at < minute)) record.last_used_at = minute;
+    }
   }
 
   /**

@@ -308,7 +308,7 @@ export interface PoolUsage {
  */
 export function isUnavailable(error: unknown): boolean {
   const { code, message = '' } = (error ?? {}) as { code?: unknown; message?: string };
-  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
+  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_FULL'].includes(code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message);
 }
 
@@ -317,7 +317,10 @@ export function isUnavailable(error: unknown): boolean {
  * database out of reach for a moment (a restart, a connection ended under it) is a warning, anything
  * else an error.
  */
-export const failureLevel = (error: unknown): 'warn' | 'error' => (isUnavailable(error) ? 'warn' : 'error');
+export const failureLevel = (error: unknown): 'warn' | 'error' => (isUnavailable(error) && !isStorageFull(error) ? 'warn' : 'error');
+
+/** Whether the database refused a write for want of room: SQLite's disk full, PostgreSQL's 53100. */
+export const isStorageFull = (error: unknown): boolean => ['SQLITE_FULL', '53100'].includes((error as { code?: string } | undefined)?.code ?? '');
 
 export interface DatabaseOptions {
   databaseUrl?: string;

@@ -60,14 +60,20 @@ export async function openSqlite(dataDir: string): Promise<Database> {
  * thread goes on with its other work, for up to SQLITE_BUSY_TIMEOUT_MS.
  */
 class WriteLockingSqliteDialect extends SqliteDialect {
-  constructor(sqlite: SqliteDatabase.Database) {
+  constructor(private readonly sqlite: SqliteDatabase.Database) {
     super({ database: withStatementCache(sqlite), onCreateConnection: async (connection) => waitForTheLock(connection, sqlite) });
   }
 
   override createDriver(): Driver {
     const driver = super.createDriver();
+    const rollback = driver.rollbackTransaction.bind(driver);
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    // SQLite rolls a transaction back itself on some failures (the disk full, an I/O error): a ROLLBACK
+    // then fails with "no transaction is active", and kysely would throw that instead of the cause.
+    driver.rollbackTransaction = async (connection) => {
+      if (this.sqlite.inTransaction) await rollback(connection);
     };
     return driver;
   }
