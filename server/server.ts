@@ -88,7 +88,8 @@ export async function startServer(
     };
   } catch (error) {
     await store.close();
-    throw error;
+    // A SQLite file that opens but cannot be written (its permissions) fails at the first write, here.
+    throw (error as { code?: string }).code === 'SQLITE_READONLY' ? await storeFailure(config, error) : error;
   }
 }
 

@@ -132,6 +132,28 @@ describe('the server process', () => {
     expect(created.stderr).toContain(`Store: SQLite ${join(mistyped, 'mailroom.sqlite')} (DATA_DIR), a new database`);
   });
 
+  // Root may write any file: the server runs as nobody here, where the system has setpriv.
+  const asNobody = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv');
+  it.skipIf(!asNobody)('names DATA_DIR when its SQLite file opens but cannot be written', async () => {
+    const readOnly = mkdtempSync(join(tmpdir(), 'mailroom-readonly-'));
+    try {
+      const store = await openStore({ ...loadConfig({}), dataDir: readOnly });
+      await store.close();
+      await run('chown', ['-R', 'nobody', readOnly]);
+      await run('chmod', ['444', join(readOnly, 'mailroom.sqlite')]);
+      const started = run('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, 'build/main.js'], {
+        cwd: root,
+        env: { ...env, DATA_DIR: readOnly, MAILROOM_API_KEY: `re_${'b'.repeat(32)}` },
+        timeout: 30_000,
+      });
+      const failed = await started.then(() => undefined, (error: { code?: number; stderr?: string }) => error);
+      expect(failed?.code).toBe(1);
+      expect(failed?.stderr).toContain(`the SQLite store in DATA_DIR ${readOnly} could not be opened: attempt to write a readonly database`);
+    } finally {
+      rmSync(readOnly, { recursive: true, force: true });
+    }
+  });
+
   it('refuses to start, loudly, when the contract is missing or invalid', async () => {
     const config = { ...loadConfig({}), port: 0, dataDir };
     await expect(startServer(config, { spec: join(dataDir, 'missing.yaml') })).rejects.toThrow(/ENOENT|no such file/);
