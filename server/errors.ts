@@ -7,6 +7,7 @@ import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
 import { failureLevel, isStorageFull, isUnavailable } from './store/database.ts';
+import { StoreFileGone } from './store/sqlite.ts';
 import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
@@ -86,6 +87,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
   }
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isStorageFull(err)) return storageFull();
+  if (err instanceof StoreFileGone) return new ApiError(503, 'service_unavailable', 'The database file was deleted or replaced while the server ran; nothing was changed. Try again once the operator has restored it or restarted the server.', { 'Retry-After': '60' });
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {

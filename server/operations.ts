@@ -9,6 +9,7 @@ import { databaseUnavailable } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import type { Handlers } from './operationRouter.ts';
 import type { Store } from './store/index.ts';
+import { StoreFileGone } from './store/sqlite.ts';
 
 const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
 
@@ -37,8 +38,8 @@ export function healthHandlers(store: Store): Handlers {
   const getHealth: OperationHandler<'getHealth'> = async (_req, res) => {
     try {
       await store.ping();
-    } catch {
-      throw databaseUnavailable();
+    } catch (err) {
+      throw err instanceof StoreFileGone ? err : databaseUnavailable();
     }
     res.json({ status: 'ok' });
   };

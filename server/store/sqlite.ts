@@ -14,6 +14,34 @@ const SQLITE_BUSY_TIMEOUT_MS = 5000;
 export const sqliteFileIn = (dataDir: string): string => join(dataDir, 'mailroom.sqlite');
 
 /**
+ * Refuses every statement once the database file was deleted or replaced under the running server
+ * (`rm`, a backup moved over it): SQLite would go on writing to the file it holds open, which no later
+ * start opens, so everything accepted from then on would be lost at the next restart. Looked for once
+ * a second, so writes in the second after are still lost; a file put back is used again.
+ */
+export class StoreFileGone extends Error {
+  readonly code = 'SQLITE_FILE_GONE';
+  constructor(file: string) {
+    super(`the database file ${file} was deleted or replaced while the server ran: nothing more is written to it; restore it, or restart the server to start a new one`);
+  }
+}
+
+function watchFile(file: string): { gone: () => boolean; stop: () => void } {
+  const { dev, ino } = statSync(file);
+  let gone = false;
+  const timer = setInterval(() => {
+    try {
+      const now = statSync(file);
+      gone = now.dev !== dev || now.ino !== ino;
+    } catch {
+      gone = true;
+    }
+  }, 1000);
+  timer.unref();
+  return { gone: () => gone, stop: () => clearInterval(timer) };
+}
+
+/**
  * `mkdir -p` for DATA_DIR, one level at a time. Node's recursive mkdir never returns where the system
  * refuses a directory with ENOENT though its parent exists (`/proc/anything`): it makes the parent
  * and tries again, for ever. Here the second ENOENT is thrown, for the start-up message to name.
@@ -33,7 +61,9 @@ export function makeDataDir(dir: string): void {
 export async function openSqlite(dataDir: string): Promise<Database> {
   const { default: SqliteDatabase } = await import('better-sqlite3');
   makeDataDir(dataDir);
-  const sqlite = new SqliteDatabase(sqliteFileIn(dataDir));
+  const file = sqliteFileIn(dataDir);
+  const sqlite = new SqliteDatabase(file);
+  const watched = watchFile(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   // No busy handler: SQLite's sleeps would stop the whole thread; the driver waits instead (below).
@@ -43,8 +73,15 @@ export async function openSqlite(dataDir: string): Promise<Database> {
   // cache. 4 MB holds what requests and the outbox keep reading (request rates measured unchanged),
   // and the system's file cache keeps the rest of the file close.
   sqlite.pragma('cache_size = -4000');
-  const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect(sqlite) });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect(sqlite, () => (watched.gone() ? new StoreFileGone(file) : undefined)) });
+  return {
+    db,
+    dialect: 'sqlite',
+    close: () => {
+      watched.stop();
+      return db.destroy();
+    },
+  };
 }
 
 /**
@@ -60,8 +97,11 @@ export async function openSqlite(dataDir: string): Promise<Database> {
  * thread goes on with its other work, for up to SQLITE_BUSY_TIMEOUT_MS.
  */
 class WriteLockingSqliteDialect extends SqliteDialect {
-  constructor(private readonly sqlite: SqliteDatabase.Database) {
-    super({ database: withStatementCache(sqlite), onCreateConnection: async (connection) => waitForTheLock(connection, sqlite) });
+  constructor(
+    private readonly sqlite: SqliteDatabase.Database,
+    refusal: () => Error | undefined,
+  ) {
+    super({ database: withStatementCache(sqlite), onCreateConnection: async (connection) => waitForTheLock(connection, sqlite, refusal) });
   }
 
   override createDriver(): Driver {
@@ -79,10 +119,15 @@ class WriteLockingSqliteDialect extends SqliteDialect {
   }
 }
 
-/** Makes the connection's statements refused for the lock wait for it, where running them again is safe. */
-function waitForTheLock(connection: DatabaseConnection, sqlite: SqliteDatabase.Database): void {
+/**
+ * Makes the connection's statements refused for the lock wait for it, where running them again is safe;
+ * refuses every statement but a ROLLBACK while `refusal` gives a reason (StoreFileGone).
+ */
+function waitForTheLock(connection: DatabaseConnection, sqlite: SqliteDatabase.Database, refusal: () => Error | undefined): void {
   const execute = connection.executeQuery.bind(connection);
   connection.executeQuery = async <R>(query: CompiledQuery) => {
+    const refused = query.sql === 'rollback' ? undefined : refusal();
+    if (refused) throw refused;
     let givesUpAt: number | undefined;
     for (;;) {
       try {
