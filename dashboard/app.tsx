@@ -105,13 +105,17 @@ function SignIn({ onSignedIn, ended }: { onSignedIn: (key: string) => void; ende
       <form
         onSubmit={async (event) => {
           event.preventDefault();
-          // Spaces alone pass `required`; the client would refuse them with words for developers.
-          if (!key.trim()) return setError({ statusCode: 401, name: 'missing_api_key', message: 'Enter an API key: it starts with re_.' });
+          // Spaces alone pass `required`; the client would refuse them with words for developers. A key
+          // copied with its header's `Bearer ` is taken without it; one with other than printable ASCII
+          // cannot go in a header at all (the browser's own error says so in its words, not a person's).
+          const given = key.trim().replace(/^Bearer\s+/i, '');
+          if (!given) return setError({ statusCode: 401, name: 'missing_api_key', message: 'Enter an API key: it starts with re_.' });
+          if (!/^[\x21-\x7e]+$/.test(given)) return setError({ statusCode: 403, name: 'invalid_api_key', message: 'That is not an API key: a key is re_ followed by letters and digits.' });
           setChecking(true);
-          const refused = await checkKey(key.trim()).catch((failure: Error) => ({ statusCode: 500, name: 'internal_server_error' as const, message: failure.message }));
+          const refused = await checkKey(given).catch((failure: Error) => ({ statusCode: 500, name: 'internal_server_error' as const, message: failure.message }));
           setChecking(false);
           if (refused) setError(refused);
-          else onSignedIn(key.trim());
+          else onSignedIn(given);
         }}
       >
         <TextField label="API key" value={key} onValue={setKey} type="password" autoComplete="off" required placeholder="re_…" />

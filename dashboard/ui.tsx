@@ -51,14 +51,14 @@ export function TextArea({ label, value, onValue, rows = 8, hint }: { label: str
   );
 }
 
-export function Select({ label, value, onValue, options }: { label: string; value: string; onValue: (value: string) => void; options: { value: string; label: string }[] }) {
+export function Select({ label, value, onValue, options, required }: { label: string; value: string; onValue: (value: string) => void; options: { value: string; label: string }[]; required?: boolean }) {
   const id = useId();
   return (
     <div class="field">
       <label class="field-label" for={id}>
         {label}
       </label>
-      <select id={id} value={value} onChange={(event) => onValue(event.currentTarget.value)}>
+      <select id={id} value={value} required={required} onChange={(event) => onValue(event.currentTarget.value)}>
         {options.map((option) => (
           <option key={option.value} value={option.value}>
             {option.label}

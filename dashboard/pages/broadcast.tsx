@@ -107,6 +107,7 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
           <div class="row">
             <Select
               label="Segment"
+              required
               {...field('segment_id')}
               options={[{ value: '', label: 'Choose a segment' }, ...(segments.data?.data ?? []).map((s) => ({ value: s.id, label: s.name }))]}
             />

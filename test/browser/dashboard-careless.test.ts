@@ -4,7 +4,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumPresent, launchChromium, openSignedIn } from '../support/dashboard.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
 
 describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
   let browser: Browser;
@@ -113,6 +113,19 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     await link.waitFor();
     expect(await link.textContent()).toBe('invoice[U+202E]fdp.exe');
     expect(await link.evaluate((element) => getComputedStyle(element).unicodeBidi)).toBe('isolate');
+  });
+
+  it('signs in with a key pasted with its "Bearer ", and says in words that a key with an emoji is none', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    opened.push(page);
+    await page.goto(`${server.url}/dashboard/contacts`);
+    await page.getByLabel('API key').fill('re_test🙂');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'That is not an API key: a key is re_ followed by letters and digits.' }).waitFor();
+    await page.getByLabel('API key').fill(`Bearer ${TEST_KEY}`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Contacts' }).waitFor();
   });
 
   it('gives an address room in a table on a phone rather than a line for every letter or two', async () => {
