@@ -1,7 +1,7 @@
 // The server as an operator runs it: the build that `npm start` runs, in its own process, the keys
 // command, graceful shutdown on SIGTERM with a request in flight, and a loud failure when the contract
 // is broken.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,8 +132,20 @@ describe('the server process', () => {
     expect(created.stderr).toContain(`Store: SQLite ${join(mistyped, 'mailroom.sqlite')} (DATA_DIR), a new database`);
   });
 
-  // Root may write any file: the server runs as nobody here, where the system has setpriv.
-  const asNobody = process.getuid?.() === 0 && existsSync('/usr/bin/setpriv');
+  // Root may write any file: the server runs as nobody here, where the system has setpriv and nobody
+  // may read the build (a checkout in a private directory, as a CI clone may be, skips this).
+  const NOBODY = ['--reuid=nobody', '--regid=nogroup', '--clear-groups'];
+  const asNobody =
+    process.getuid?.() === 0 &&
+    existsSync('/usr/bin/setpriv') &&
+    (() => {
+      try {
+        execFileSync('setpriv', [...NOBODY, process.execPath, '-e', 'require("node:fs").accessSync(process.argv[1])', join(root, 'build/main.js')], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
   it.skipIf(!asNobody)('names DATA_DIR when its SQLite file opens but cannot be written', async () => {
     const readOnly = mkdtempSync(join(tmpdir(), 'mailroom-readonly-'));
     try {
@@ -141,7 +153,7 @@ describe('the server process', () => {
       await store.close();
       await run('chown', ['-R', 'nobody', readOnly]);
       await run('chmod', ['444', join(readOnly, 'mailroom.sqlite')]);
-      const started = run('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, 'build/main.js'], {
+      const started = run('setpriv', [...NOBODY, process.execPath, 'build/main.js'], {
         cwd: root,
         env: { ...env, DATA_DIR: readOnly, MAILROOM_API_KEY: `re_${'b'.repeat(32)}` },
         timeout: 30_000,
