@@ -308,7 +308,7 @@ export interface PoolUsage {
  */
 export function isUnavailable(error: unknown): boolean {
   const { code, message = '' } = (error ?? {}) as { code?: unknown; message?: string };
-  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_FULL'].includes(code))) return true;
+  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message);
 }
 

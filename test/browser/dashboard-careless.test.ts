@@ -22,10 +22,7 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     opened.push(page);
     return Object.assign(page, { asked });
   };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown) => server.api(method, path, body);
   const draft = async () => {
     const segment = await api('POST', '/segments', { name: `Careless ${Math.random()}` });
     return api('POST', '/broadcasts', {

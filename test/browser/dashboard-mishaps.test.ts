@@ -17,10 +17,7 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     opened.push(page);
     return page;
   };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown) => server.api(method, path, body);
   /** Whether anything on the page reaches past the right edge of its window. */
   const overflows = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
 

@@ -23,10 +23,7 @@ describe.skipIf(!chromiumPresent)("the dashboard's webhook events", () => {
     opened.push(page);
     return page;
   };
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown) => server.api(method, path, body);
 
   beforeAll(async () => {
     server = await startTestServer('sqlite', { config: { webhooks: { ...loadConfig({}).webhooks, allowPrivate: true } } });

@@ -20,10 +20,7 @@ describe.skipIf(!chromiumPresent)('the unsubscribe page in Chromium', () => {
     await server?.close();
   });
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await server.request(path, { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) });
-    return res.json();
-  };
+  const api = (method: string, path: string, body?: unknown) => server.api(method, path, body);
   /** A new page at `width`, collecting what the browser complains of: errors, CSP violations included. */
   async function open(url: string, width = 1280): Promise<{ page: Page; complaints: string[] }> {
     const context = await browser.newContext({ viewport: { width, height: 800 } });

@@ -20,6 +20,8 @@ export interface TestServer extends RunningServer {
   logs: Record<string, any>[];
   /** fetch against the server with the test key unless `headers` says otherwise. */
   request(path: string, init?: RequestInit): Promise<Response>;
+  /** An operation called with a JSON body (when given) and the test key; its answer's JSON body. */
+  api(method: string, path: string, body?: unknown): Promise<any>;
 }
 
 export async function startTestServer(
@@ -41,6 +43,10 @@ export async function startTestServer(
     client: createMailroomClient({ apiKey: TEST_KEY, baseUrl: running.url }),
     request: (path, init = {}) =>
       fetch(running.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...(init.headers as Record<string, string>) } }),
+    api: async (method, path, body) => {
+      const init = { method, ...(body !== undefined && { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }) };
+      return (await fetch(running.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, ...init.headers } })).json();
+    },
     close: async () => {
       await running.close();
       await schema?.drop();
