@@ -95,11 +95,16 @@ function EventDetail({ data }: { data: MailroomSchemas['EmailTimelineEventData']
   );
 }
 
-/** The raw message and its header block, kept only in capture mode. */
-function useRawMessage(id: string) {
+/**
+ * The raw message and its header block, kept only in capture mode. Asked for only once the email has
+ * gone out (it has a Message-ID): before, the answer is a 404, which the browser logs as an error.
+ */
+function useRawMessage(id: string, sent: boolean | undefined) {
   const client = useClient();
   const [raw, setRaw] = useState<string | null | undefined>(undefined);
   useEffect(() => {
+    if (sent === undefined) return;
+    if (!sent) return void setRaw(null);
     let current = true;
     client.GET('/emails/{email_id}/raw', { params: { path: { email_id: id } }, parseAs: 'text' }).then(
       ({ data }) => current && setRaw(typeof data === 'string' ? data : null),
@@ -108,7 +113,7 @@ function useRawMessage(id: string) {
     return () => {
       current = false;
     };
-  }, [id]);
+  }, [id, sent]);
   return raw;
 }
 
@@ -117,10 +122,10 @@ function EmailPage({ id }: Record<string, string>) {
   const email = useLoad(() => client.emails.get(id!), [id]);
   const events = useLoad(() => client.GET('/emails/{email_id}/events', { params: { path: { email_id: id! } } }), [id]);
   const attachments = useLoad(() => client.GET('/emails/{email_id}/attachments', { params: { path: { email_id: id! } } }), [id]);
-  const raw = useRawMessage(id!);
+  const e = email.data;
+  const raw = useRawMessage(id!, e && e.message_id !== null);
   const [canceling, setCanceling] = useState<MailroomError | null>(null);
   const headers = raw ? raw.slice(0, raw.search(/\r?\n\r?\n/) >>> 0) : null;
-  const e = email.data;
   return (
     <>
       <PageHeading title={e ? e.subject || '(no subject)' : 'Email'}>
