@@ -35,6 +35,25 @@ export function useLeaveGuard(unsaved: boolean): void {
   }, [unsaved]);
 }
 
+/**
+ * Whether the page was just reached by navigating, in the page or by the browser's Back and Forward:
+ * its heading then takes the focus, as a new document's start would, rather than leaving it on a link
+ * that is gone. Cleared once that navigation has rendered, so that a reload or a change within a page
+ * (a next page of a list) leaves the focus where it is.
+ */
+let arrived = false;
+addEventListener('popstate', () => {
+  arrived = true;
+  setTimeout(() => (arrived = false));
+});
+
+/** True once, for the first page heading rendered after a navigation. */
+export function takeArrival(): boolean {
+  const was = arrived;
+  arrived = false;
+  return was;
+}
+
 /** Goes to a dashboard path, such as `/contacts?after=…`, adding it to the tab's history. */
 export function navigate(to: string, { replace = false } = {}): void {
   history[replace ? 'replaceState' : 'pushState'](null, '', BASE + to);

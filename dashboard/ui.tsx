@@ -3,7 +3,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { MailroomError } from './api.ts';
-import { Link, navigate, useLocation } from './router.tsx';
+import { Link, navigate, takeArrival, useLocation } from './router.tsx';
 
 /** The input attributes pages use; preact's own attribute types do not survive a spread through Omit. */
 interface InputProps {
@@ -165,9 +165,17 @@ export function PageHeading({ title, children }: { title: string; children?: Com
   useEffect(() => {
     document.title = `${title} · Mailroom`;
   }, [title]);
+  const heading = useRef<HTMLHeadingElement>(null);
+  // Taken as the heading first renders: effects run after the browser paints, when it has been cleared.
+  const [arrived] = useState(takeArrival);
+  useEffect(() => {
+    if (arrived) heading.current?.focus();
+  }, []);
   return (
     <header class="page-heading">
-      <h1>{title}</h1>
+      <h1 tabIndex={-1} ref={heading}>
+        {title}
+      </h1>
       {children && <div class="actions">{children}</div>}
     </header>
   );

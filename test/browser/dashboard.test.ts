@@ -63,6 +63,12 @@ describe.skipIf(!chromiumPresent)('signing in to the dashboard', () => {
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Contacts', level: 1 }).waitFor();
+    // The page reached takes the focus at its heading, as a new document would, by a link or by Back.
+    const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`);
+    expect(await focused()).toBe('H1 Contacts');
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
+    expect(await focused()).toBe('H1 Segments');
     await page.goto(`${server.url}/dashboard/segments`);
     await page.getByLabel('Name').focus();
     await page.keyboard.type('Keyboard people');
