@@ -17,9 +17,9 @@ const read = (): Location => ({ path: location.pathname.slice(BASE.length) || '/
 let mayLeave: (() => boolean) | undefined;
 
 /**
- * While `unsaved`, leaving the page asks first: by the dashboard's own links, and by the browser's
- * reload, close or address bar. (Not by the browser's Back, which the History API cannot hold; nor
- * where the page itself moves on, having saved or deleted.)
+ * While `unsaved`, leaving the page asks first: by the dashboard's own links, by the browser's Back and
+ * Forward, and by its reload, close or address bar. (Not where the page itself moves on, having saved
+ * or deleted.)
  */
 export function useLeaveGuard(unsaved: boolean): void {
   useEffect(() => {
@@ -42,7 +42,19 @@ export function useLeaveGuard(unsaved: boolean): void {
  * (a next page of a list) leaves the focus where it is.
  */
 let arrived = false;
-addEventListener('popstate', () => {
+/** The address the page shows, to return to when Back or Forward is refused. */
+let shown = location.href;
+/** Set while navigate() moves on: its link has asked already. */
+let navigating = false;
+addEventListener('popstate', (event) => {
+  // The History API cannot hold Back: the address has changed already. Refused, it is put back, and
+  // the later listeners (useLocation) never hear of it.
+  if (!navigating && mayLeave?.() === false) {
+    history.pushState(null, '', shown);
+    event.stopImmediatePropagation();
+    return;
+  }
+  shown = location.href;
   arrived = true;
   setTimeout(() => (arrived = false));
 });
@@ -57,7 +69,12 @@ export function takeArrival(): boolean {
 /** Goes to a dashboard path, such as `/contacts?after=…`, adding it to the tab's history. */
 export function navigate(to: string, { replace = false } = {}): void {
   history[replace ? 'replaceState' : 'pushState'](null, '', BASE + to);
-  dispatchEvent(new PopStateEvent('popstate'));
+  navigating = true;
+  try {
+    dispatchEvent(new PopStateEvent('popstate'));
+  } finally {
+    navigating = false;
+  }
 }
 
 export function useLocation(): Location {

@@ -66,10 +66,16 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
 
   it('asks before a link elsewhere drops a draft not saved, and stays with it when told to', async () => {
     const { id } = await draft();
-    const page = await open(`/broadcasts/${id}`, { answer: false });
+    const page = await open('/broadcasts', { answer: false });
+    await page.locator(`a[href="/dashboard/broadcasts/${id}"]`).click();
     await page.getByLabel('Subject', { exact: true }).fill('Typed, not saved');
     await page.getByRole('link', { name: 'Emails' }).click();
     expect(page.asked).toEqual(['Leave this page? Your changes are not saved.']);
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/broadcasts/${id}`);
+    expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Typed, not saved');
+    // The browser's Back asks too; refused, the page and its address stay.
+    await page.goBack({ waitUntil: 'commit' });
+    await expect.poll(() => page.asked.length).toBe(2);
     expect(new URL(page.url()).pathname).toBe(`/dashboard/broadcasts/${id}`);
     expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Typed, not saved');
 
@@ -78,7 +84,7 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     await page.getByText('Unsaved changes').waitFor({ state: 'detached' });
     await page.getByRole('link', { name: 'Emails' }).click();
     await page.getByRole('heading', { level: 1, name: 'Emails' }).waitFor();
-    expect(page.asked).toHaveLength(1);
+    expect(page.asked).toHaveLength(2);
   });
 
   it('keeps showing a webhook signing secret when the next webhook is refused', async () => {
