@@ -257,6 +257,21 @@ export function useCursor(): { after?: string; before?: string } {
   return { ...(after && { after }), ...(before && { before }) };
 }
 
+/**
+ * Where a list page named by a cursor could not be read (its item deleted since, say): the way back to
+ * the list's first page, which the pager, shown only with items, no longer gives.
+ */
+export function FirstPageLink({ failed, path, extra = {} }: { failed: boolean; path: string; extra?: Record<string, string> }) {
+  const cursor = useCursor();
+  if (!failed || !(cursor.after || cursor.before)) return null;
+  const query = new URLSearchParams(extra).toString();
+  return (
+    <p>
+      <Link to={query ? `${path}?${query}` : path}>Back to the first page</Link>
+    </p>
+  );
+}
+
 export function Pager({ items, hasMore, path, extra = {} }: { items: { id: string }[]; hasMore: boolean; path: string; extra?: Record<string, string> }) {
   const cursor = useCursor();
   const backwards = Boolean(cursor.before);

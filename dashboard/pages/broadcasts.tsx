@@ -1,7 +1,7 @@
 // Broadcasts: the list with each one's status, and the page of one (./broadcast.tsx).
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, Link, Loading, PageHeading, Pager, useCursor, useLoad, When } from '../ui.tsx';
+import { ErrorNote, FirstPageLink, Link, Loading, PageHeading, Pager, useCursor, useLoad, When } from '../ui.tsx';
 import { BroadcastPage, NewBroadcast } from './broadcast.tsx';
 
 function Broadcasts() {
@@ -14,6 +14,7 @@ function Broadcasts() {
         <Link to="/broadcasts/new">New broadcast</Link>
       </PageHeading>
       <ErrorNote error={list.error} />
+      <FirstPageLink failed={Boolean(list.error)} path="/broadcasts" />
       {list.loading && <Loading what="broadcasts" />}
       {list.data && (
         <>

@@ -5,7 +5,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
 const PAGE_SIZE = 50;
 
@@ -126,6 +126,7 @@ function ContactList() {
         <NewContact onCreated={() => (cursor.after || cursor.before ? navigate('/contacts') : list.reload())} />
       </div>
       <ErrorNote error={list.error} />
+      <FirstPageLink failed={Boolean(list.error)} path="/contacts" />
       {list.loading && <Loading what="contacts" />}
       {list.data && (
         <>

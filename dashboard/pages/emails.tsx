@@ -6,7 +6,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
 
 type Status = MailroomSchemas['EmailEvent'];
 // A Record, so that the compiler names any status the contract adds and this page lacks.
@@ -43,6 +43,7 @@ function EmailLog() {
         />
       </Form>
       <ErrorNote error={list.error} />
+      <FirstPageLink failed={Boolean(list.error)} path="/emails" extra={filter.last_event ? { last_event: filter.last_event } : {}} />
       {list.loading && <Loading what="emails" />}
       {list.data && (
         <>

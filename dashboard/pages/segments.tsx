@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 function Segments() {
   const client = useClient();
@@ -82,6 +82,7 @@ function SegmentMembers({ id }: Record<string, string>) {
         <Link to="/segments">All segments</Link>
       </p>
       <ErrorNote error={segment.error ?? members.error ?? error} />
+      <FirstPageLink failed={Boolean(members.error)} path={`/segments/${id}`} />
       {members.loading && <Loading what="members" />}
       {members.data && (
         <>

@@ -4,7 +4,7 @@ import type { MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Loading, PageHeading, Pager, Select, TextField, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type Origin = MailroomSchemas['SuppressionOrigin'];
 const ORIGINS: Record<Origin, string> = { bounce: 'Bounce', complaint: 'Complaint', manual: 'Added by hand' };
@@ -48,6 +48,7 @@ function Suppressions() {
         </Form>
       </div>
       <ErrorNote error={list.error ?? error} />
+      <FirstPageLink failed={Boolean(list.error)} path="/suppressions" extra={origin ? { origin } : {}} />
       {list.loading && <Loading what="suppressions" />}
       {list.data && (
         <>

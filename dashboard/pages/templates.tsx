@@ -7,7 +7,7 @@ import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
 type Template = MailroomSchemas['Template'];
 type Variable = { key: string; type: 'string' | 'number'; fallback: string };
@@ -52,6 +52,7 @@ function Templates() {
         <Link to="/templates/new">New template</Link>
       </PageHeading>
       <ErrorNote error={list.error} />
+      <FirstPageLink failed={Boolean(list.error)} path="/templates" />
       {list.loading && <Loading what="templates" />}
       {list.data && (
         <>

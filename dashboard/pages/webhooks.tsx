@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ActionButton, Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Pager, ShownOnce, TextField, Unreadable, useAction, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, ShownOnce, TextField, Unreadable, useAction, useCursor, useLoad, When } from '../ui.tsx';
 
 type EventType = MailroomSchemas['WebhookEventType'];
 // A Record, so that the compiler names any event type the contract adds and this page lacks.
@@ -184,6 +184,7 @@ function WebhookEvents({ id }: Record<string, string>) {
         <Link to="/webhooks">All webhooks</Link>
       </p>
       <ErrorNote error={events.error ?? shown.error ?? replayError} />
+      <FirstPageLink failed={Boolean(events.error)} path={`/webhooks/${id}/events`} />
       {replayed && (
         <p class="notice" role="status">
           Event <code>{replayed}</code> is posted again now.

@@ -142,4 +142,16 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     // Padding aside, two or three lines at most: 'careless.reader@example.com' is 27 letters.
     expect(height).toBeLessThan(4 * lineHeight + 16);
   });
+
+  it('offers the first page when a page of a list starts after a contact deleted since', async () => {
+    await api('POST', '/contacts', { email: 'still.here@example.com' });
+    const { id } = await api('POST', '/contacts', { email: 'gone.soon@example.com' });
+    await api('DELETE', `/contacts/${id}`);
+    const page = await open(`/contacts?after=${id}`);
+    await page.getByRole('alert').waitFor();
+    await page.getByRole('link', { name: 'Back to the first page' }).click();
+    await page.getByRole('row').filter({ hasText: 'still.here' }).waitFor();
+    expect(new URL(page.url()).search).toBe('');
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
 });
