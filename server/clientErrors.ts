@@ -25,7 +25,7 @@ function refusalOf(code: string | undefined, timeouts: { headersMs: number; requ
 }
 
 export function answerClientErrors(server: Server, timeouts: { headersMs: number; requestMs: number }): void {
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { bytesWritten?: number; _httpMessage?: ServerResponse | null }) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
     // A whole, well-formed request came first in the same packet and is still being answered: its
     // answer goes out first (it may have stored something), then the refusal of what followed it. A
     // request still arriving (a malformed chunk, a body that timed out) is what is refused, at once.
@@ -35,8 +35,9 @@ export function answerClientErrors(server: Server, timeouts: { headersMs: number
       answering.once('close', () => answering.writableFinished || socket.destroy());
       return;
     }
-    // As Node does: nothing is written to a client that has gone, or once a response has begun.
-    if (error.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten !== 0) return void socket.destroy();
+    // As Node does: nothing is written to a client that has gone, or once a response has begun. (Not
+    // bytesWritten, which counts the answers a kept-alive connection gave before.)
+    if (error.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) return void socket.destroy();
     endWith(socket, ...refusalOf(error.code, timeouts));
   });
 }

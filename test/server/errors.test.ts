@@ -208,6 +208,25 @@ describe.each(backends)('errors on %s', (backend) => {
       }
     });
 
+    it('answers a request over the header limit with 431 on a connection that has answered others before', async () => {
+      const { hostname, port } = new URL(server.url);
+      const said = await new Promise<string>((resolve, reject) => {
+        let received = '';
+        let asked = 0;
+        const socket = connect(Number(port), hostname, () => socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'));
+        socket.on('data', (chunk) => {
+          received += chunk;
+          // Its first answer read whole, the same connection carries the oversized request.
+          if (asked++ === 0) socket.write(`GET /contacts?after=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+        });
+        socket.on('close', () => resolve(received));
+        socket.on('error', reject);
+      });
+      const [first, second] = said.split(/(?=HTTP\/1\.1 )/);
+      expect(first).toMatch(/^HTTP\/1\.1 200 /);
+      expect(errorAnswer(second ?? '')).toMatchObject({ status: 431, body: { name: 'payload_too_large' } });
+    });
+
     it('answers an HTTP/1.1 request without Host with 400, and an Expect other than 100-continue with 417, in the error format', async () => {
       expect(errorAnswer(await rawExchange(server.url, 'GET /health HTTP/1.1\r\nConnection: close\r\n\r\n'))).toEqual({
         status: 400,
