@@ -386,6 +386,21 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         await db.schema.createIndex('webhook_deliveries_newest_first').on('webhook_deliveries').columns(['webhook_id', 'created_at', 'id']).execute();
       },
     },
+    '0014_webhook_deliveries_due_by_webhook': {
+      // Claims take each webhook's due deliveries apart (server/webhooks/dispatch.ts), so that an
+      // endpoint that hangs cannot hold every post slot: the due index leads with the webhook.
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema
+            .createIndex('webhook_deliveries_due_by_webhook')
+            .on('webhook_deliveries')
+            .columns(['webhook_id', 'next_attempt_at'])
+            .where(sql.ref('state'), '=', sql.lit('pending'))
+            .execute();
+          await db.schema.dropIndex('webhook_deliveries_due').execute();
+        });
+      },
+    },
   };
 }
 

@@ -36,9 +36,16 @@ export class WebhookDeliveryStore {
     private readonly dialect: DialectName,
   ) {}
 
-  /** The ids of up to `limit` due deliveries, oldest due first. */
-  dueDeliveries(limit: number, now: Date) {
-    return this.db.selectFrom('webhook_deliveries').select('id').where('state', '=', 'pending').where('next_attempt_at', '<=', now.toISOString()).orderBy('next_attempt_at').limit(limit);
+  /** The ids of up to `limit` due deliveries to the webhook, oldest due first. */
+  dueDeliveries(webhookId: string, limit: number, now: Date) {
+    return this.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('webhook_id', '=', webhookId)
+      .where('state', '=', 'pending')
+      .where('next_attempt_at', '<=', now.toISOString())
+      .orderBy('next_attempt_at')
+      .limit(limit);
   }
 
   /** One page of a webhook's deliveries, newest first, each with its event's type. */
@@ -83,12 +90,25 @@ export class WebhookDeliveryStore {
     return result.numUpdatedRows > 0n;
   }
 
-  /** Claims up to `limit` due deliveries for `leaseMs`, oldest due first; each claim counts as an attempt. */
-  async claimDue(limit: number, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
+  /**
+   * Claims due deliveries for `leaseMs`, up to `limits.get(id)` of each webhook's, oldest due first;
+   * each claim counts as an attempt. One transaction, one statement a webhook.
+   */
+  async claimDue(limits: Map<string, number>, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
     const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
-    const due = this.dueDeliveries(limit, now);
+    const claimEach = async (tx: Kysely<Tables>) => {
+      const claimed: ClaimedDelivery[] = [];
+      for (const [webhookId, limit] of limits) claimed.push(...(await this.claimOf(tx, this.dueDeliveries(webhookId, limit, now), claim)));
+      return claimed;
+    };
+    if (limits.size === 0) return [];
+    if (this.dialect === 'postgres') return inIndexOrder(this.db, claimEach);
+    return limits.size === 1 ? claimEach(this.db) : this.db.transaction().execute(claimEach);
+  }
+
+  private async claimOf(tx: Kysely<Tables>, due: ReturnType<WebhookDeliveryStore['dueDeliveries']>, claim: { next_attempt_at: string; lease_token: string }): Promise<ClaimedDelivery[]> {
     if (this.dialect === 'sqlite') {
-      const claimed = await this.db
+      const claimed = await tx
         .updateTable('webhook_deliveries')
         .set((eb) => ({ ...claim, attempts: eb('attempts', '+', 1) }))
         .where('id', 'in', due)
@@ -99,17 +119,28 @@ export class WebhookDeliveryStore {
     }
     // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
     // per row it updates, each run skipping the rows the last one locked, and claim far past `limit`.
-    const claimed = await inIndexOrder(this.db, (tx) =>
-      tx
-        .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
-        .updateTable('webhook_deliveries')
-        .from('due')
-        .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
-        .whereRef('webhook_deliveries.id', '=', 'due.id')
-        .returningAll('webhook_deliveries')
-        .execute(),
-    );
+    const claimed = await tx
+      .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
+      .updateTable('webhook_deliveries')
+      .from('due')
+      .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
+      .whereRef('webhook_deliveries.id', '=', 'due.id')
+      .returningAll('webhook_deliveries')
+      .execute();
     return claimed as ClaimedDelivery[];
+  }
+
+  /**
+   * Drops deliveries still pending for a webhook that is gone or no longer enabled: claims take only
+   * enabled webhooks' deliveries, and an event recorded as its webhook was disabled can leave one.
+   */
+  async dropUnowed(): Promise<number> {
+    const result = await this.db
+      .deleteFrom('webhook_deliveries')
+      .where('state', '=', 'pending')
+      .where('webhook_id', 'not in', (eb) => eb.selectFrom('webhooks').select('id').where('status', '=', 'enabled'))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   /** What each claimed delivery needs to be posted, by delivery id, in one query. */

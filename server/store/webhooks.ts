@@ -23,6 +23,12 @@ export class WebhookStore {
     return this.db.selectFrom('webhooks').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** The ids of the webhooks that receive events, oldest first. */
+  async enabledIds(): Promise<string[]> {
+    const rows = await this.db.selectFrom('webhooks').select('id').where('status', '=', 'enabled').orderBy('created_at').orderBy('id').execute();
+    return rows.map((row) => row.id);
+  }
+
   /** Webhooks newest first: one page, or (without `limit`) all of them beyond the cursor. */
   async list(limit: number | undefined, cursor: Cursor): Promise<Page<WebhookRecord>> {
     const query = this.db.selectFrom('webhooks').selectAll();

@@ -49,6 +49,8 @@ export const DEFAULT_WEBHOOKS: WebhookOptions = {
 
 /** How long a caught-up worker waits before claiming again; a webhook arrives this much later at most. */
 const GATHER_MS = 100;
+/** How long the list of enabled webhooks is used before it is read again. */
+const WEBHOOKS_FRESH_MS = 1000;
 /** How often ended deliveries past keeping are deleted. */
 const PURGE_EVERY_MS = 60_000;
 
@@ -57,6 +59,13 @@ export class WebhookDispatcher {
   private stopping = false;
   private lastPurge = 0;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Posts in flight, by webhook. */
+  private readonly postingTo = new Map<string, number>();
+  /** The enabled webhooks, as last read, and when. */
+  private webhookIds: string[] = [];
+  private webhooksReadAt = -Infinity;
+  /** Which webhook the next claim serves first, in turn, for when free slots are fewer than their shares. */
+  private turn = 0;
   private readonly poster: WebhookPoster;
   /** Outcomes are recorded in groups, as the email outbox's are: a busy endpoint costs a transaction per group rather than per delivery. */
   private readonly outcomes = new GroupCommit<DeliveryOutcome>((group) => this.store.webhookDeliveries.record(group, new Date()), {
@@ -84,21 +93,61 @@ export class WebhookDispatcher {
     this.poster.close();
   }
 
-  /** Claims as many due deliveries as there are free slots and starts posting them; returns how many. */
+  /** Claims as many due deliveries as each webhook has free slots for and starts posting them; returns how many. */
   async runOnce(now = new Date()): Promise<number> {
-    const free = Math.min(this.options.concurrency - this.inFlight.size, 100);
-    if (free <= 0) return 0;
-    const claimed = await this.store.webhookDeliveries.claimDue(free, now, this.options.leaseMs);
+    await this.readWebhooks();
+    const limits = this.claimLimits();
+    this.turn++;
+    if (limits.size === 0) return 0;
+    const claimed = await this.store.webhookDeliveries.claimDue(limits, now, this.options.leaseMs);
     if (claimed.length === 0) return 0;
     // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
     // would leave the deliveries claimed and unposted until their lease ran out.
     const contexts = await this.persist(claimed[0]!, () => this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id)), 'reading what claimed deliveries need');
     for (const delivery of claimed) {
       const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger.error({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
+      const webhookId = delivery.webhook_id;
       this.inFlight.add(posting);
-      void posting.finally(() => this.inFlight.delete(posting));
+      this.postingTo.set(webhookId, (this.postingTo.get(webhookId) ?? 0) + 1);
+      void posting.finally(() => {
+        this.inFlight.delete(posting);
+        const left = this.postingTo.get(webhookId)! - 1;
+        if (left > 0) this.postingTo.set(webhookId, left);
+        else this.postingTo.delete(webhookId);
+      });
     }
     return claimed.length;
+  }
+
+  /** The post slots each webhook may use: an equal share of them all. */
+  private share(): number {
+    return Math.max(1, Math.floor(this.options.concurrency / Math.max(1, this.webhookIds.length)));
+  }
+
+  /**
+   * How many due deliveries of each webhook a claim may take now: its share of the slots less its
+   * posts in flight, while free slots last (100 a claim at most). So an endpoint that hangs, or is
+   * slow, holds its share of the slots at most, and the other webhooks' events go on being posted.
+   */
+  private claimLimits(): Map<string, number> {
+    const ids = this.webhookIds;
+    const share = this.share();
+    let free = Math.min(this.options.concurrency - this.inFlight.size, 100);
+    const limits = new Map<string, number>();
+    for (let i = 0; i < ids.length && free > 0; i++) {
+      const id = ids[(this.turn + i) % ids.length]!;
+      const take = Math.min(share - (this.postingTo.get(id) ?? 0), free);
+      if (take <= 0) continue;
+      limits.set(id, take);
+      free -= take;
+    }
+    return limits;
+  }
+
+  private async readWebhooks(): Promise<void> {
+    if (Date.now() - this.webhooksReadAt < WEBHOOKS_FRESH_MS) return;
+    this.webhookIds = await this.store.webhooks.enabledIds();
+    this.webhooksReadAt = Date.now();
   }
 
   private async loop(): Promise<void> {
@@ -107,18 +156,22 @@ export class WebhookDispatcher {
         if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
           this.lastPurge = Date.now();
           await this.store.webhookDeliveries.purgeEnded(new Date(Date.now() - this.options.keepEndedMs));
+          await this.store.webhookDeliveries.dropUnowed();
         }
-        // Claims wait for half the slots to be free: one claim of many rows costs about what a claim of one does.
-        if (this.options.concurrency - this.inFlight.size < Math.ceil(this.options.concurrency / 2)) {
-          await Promise.race(this.inFlight);
+        await this.readWebhooks();
+        const claimable = [...this.claimLimits().values()].reduce((sum, n) => sum + n, 0);
+        // Claims wait for half a webhook's share of the slots to be free: one claim of many rows costs
+        // about what a claim of one does. With every share taken, a webhook created meanwhile is
+        // looked for again within a second.
+        if (this.inFlight.size > 0 && claimable < Math.ceil(this.share() / 2)) {
+          await Promise.race(claimable === 0 ? [...this.inFlight, sleep(WEBHOOKS_FRESH_MS)] : this.inFlight);
           continue;
         }
-        const free = this.options.concurrency - this.inFlight.size;
         const claimed = await this.runOnce();
         if (claimed === 0) await sleep(this.options.idleMs);
         // Caught up: let a few events gather, so that the next claim takes them in one transaction
         // rather than a claim per event taking the database's write lock from delivery each time.
-        else if (claimed < free) await sleep(Math.min(GATHER_MS, this.options.idleMs));
+        else if (claimed < claimable) await sleep(Math.min(GATHER_MS, this.options.idleMs));
       } catch (err) {
         // The claimed rows' leases run out and they come due again, here or elsewhere.
         this.logger[failureLevel(err)]({ err }, 'webhook round failed');

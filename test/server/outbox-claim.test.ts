@@ -32,13 +32,14 @@ describe.each(backends)('one claim on %s', (backend) => {
     const { store } = server;
     for (let i = 0; i < 5000; i += 1000) await store.database.db.insertInto('emails').values(queuedEmails(1000)).execute();
     const at = new Date().toISOString();
-    await store.webhooks.insert({ id: randomUUID(), endpoint: 'https://hooks.example/in', events: '["email.sent"]', signing_secret: 'whsec_x', status: 'enabled', status_reason: null, created_at: at, updated_at: at });
+    const webhookId = randomUUID();
+    await store.webhooks.insert({ id: webhookId, endpoint: 'https://hooks.example/in', events: '["email.sent"]', signing_secret: 'whsec_x', status: 'enabled', status_reason: null, created_at: at, updated_at: at });
     for (let i = 0; i < 5000; i += 1000) {
       const emails = Array.from({ length: 1000 }, () => emailRecord());
       await recordEvents(store, emails.map((email) => emailEvent('email.sent', email)), emails);
     }
     expect(await planOf(store.emails.dueEmails(100, new Date()) as unknown as Compilable)).toMatch(/Index Scan using emails_due/);
-    expect(await planOf(store.webhookDeliveries.dueDeliveries(50, new Date()))).toMatch(/Index Scan using webhook_deliveries_due/);
+    expect(await planOf(store.webhookDeliveries.dueDeliveries(webhookId, 50, new Date()))).toMatch(/Index Scan using webhook_deliveries_due_by_webhook/);
   });
 
   /** The plan of a query as a claim runs it; neither a bitmap nor a sort of every due row. */

@@ -382,4 +382,23 @@ describe.each(backends)('webhook deliveries on %s', (backend) => {
     expect(most).toBeLessThanOrEqual(8);
     expect(most).toBeGreaterThan(1);
   });
+
+  it("goes on posting to other webhooks while one's endpoint hangs with a backlog older than theirs", async () => {
+    const hanging = await receiver(() => 'hang');
+    const healthy = await receiver();
+    await webhook(hanging.url, ['email.sent']);
+    const { id } = await webhook(healthy.url, ['email.delivered']);
+    const backlog = Array.from({ length: 100 }, () => emailRecord());
+    await recordEvents(server.store, backlog.map((e) => emailEvent('email.sent', e)), backlog);
+    const later = Array.from({ length: 20 }, () => emailRecord());
+    await recordEvents(server.store, later.map((e) => emailEvent('email.delivered', e)), later);
+    // Oldest due first across all webhooks, the hanging one held every slot for a timeout after
+    // another: 100 / 10 × 3 s before the first of the others' events. Each holds its share now.
+    const started = Date.now();
+    dispatch({ concurrency: 10, timeoutMs: 3_000 });
+    await until(async () => (await deliveries(id)).every((d) => d.state === 'delivered'), "the healthy webhook's events delivered");
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(healthy.ids().size).toBe(20);
+    expect(hanging.received.length).toBeLessThanOrEqual(5);
+  });
 });
