@@ -82,6 +82,26 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
     await call('POST', `/emails/${id}/cancel`);
   });
 
+  it('reads a fraction of a second as a fraction, of any length, and the forms ISO 8601 allows beside', async () => {
+    const cases: [string, string][] = [
+      ['2030-01-01T10:00:00.5Z', '2030-01-01T10:00:00.500Z'],
+      ['2030-01-01T10:00:00.25Z', '2030-01-01T10:00:00.250Z'],
+      ['2030-01-01T10:00:00.123456+00:00', '2030-01-01T10:00:00.123Z'],
+      ['2030-01-01T10:00:00.999999999-05:30', '2030-01-01T15:30:00.999Z'],
+      ['2030-01-01 10:00:00,5', '2030-01-01T10:00:00.500Z'],
+      ['2030-01-01T10:00+01', '2030-01-01T09:00:00.000Z'],
+    ];
+    for (const [given, stored] of cases) {
+      const id = await schedule('Fraction', given);
+      expect((await call('GET', `/emails/${id}`)).body.scheduled_at, given).toBe(stored);
+      await call('POST', `/emails/${id}/cancel`);
+    }
+    for (const scheduled_at of ['2030-02-30T10:00:00Z', '2030-13-01T10:00:00Z', '2030-01-01T24:00:00Z', '2030-01-01T10:00:60Z']) {
+      const refused = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at });
+      expect(refused, scheduled_at).toMatchObject({ status: 422, body: { name: 'invalid_parameter' } });
+    }
+  });
+
   it('is refused when scheduled_at is not a time, and in a batch', async () => {
     const { status, body } = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at: 'whenever' });
     expect({ status, body }).toEqual({ status: 422, body: { statusCode: 422, name: 'invalid_parameter', message: 'The `scheduled_at` `whenever` cannot be read as a time; give ISO 8601 or words such as `in 1 hour`.' } });
