@@ -9,6 +9,7 @@ import { databaseUnavailable } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 import type { Handlers } from './operationRouter.ts';
 import type { Store } from './store/index.ts';
+import { isUnavailable } from './store/database.ts';
 import { StoreFileGone } from './store/sqlite.ts';
 
 const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
@@ -39,7 +40,8 @@ export function healthHandlers(store: Store): Handlers {
     try {
       await store.ping();
     } catch (err) {
-      throw err instanceof StoreFileGone ? err : databaseUnavailable();
+      // Out of reach, it is answered and logged (a warning) as every other operation's failure is.
+      throw err instanceof StoreFileGone || isUnavailable(err) ? err : databaseUnavailable();
     }
     res.json({ status: 'ok' });
   };

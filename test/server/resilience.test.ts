@@ -83,6 +83,11 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: health while Postgre
     expect(failed.headers.get('retry-after')).toBe('1');
     expect(await failed.json()).toEqual({ statusCode: 503, name: 'service_unavailable', message: 'The database cannot be reached right now; try again shortly.' });
 
+    // An outage is the operator's to mend, not a fault of the server's: warnings, /health's too,
+    // which a load balancer asks every few seconds.
+    expect(server.logs.filter((line) => line.level >= 50)).toEqual([]);
+    expect(server.logs.filter((line) => line.level === 40 && line.msg === 'request failed: the database could not be reached').length).toBeGreaterThanOrEqual(2);
+
     await proxy.up();
     await eventually(async () => (await server.request('/health')).status === 200, 'health answers 200 again');
     expect((await server.request('/contacts?limit=1')).status).toBe(200);
