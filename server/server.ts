@@ -10,7 +10,7 @@ import { defaultPublicUrl, UnsubscribeTokens } from './broadcasts/unsubscribeTok
 import { linkSecret } from './linkToken.ts';
 import { AttachmentLinks } from './emails/attachmentLinks.ts';
 import { answerClientErrors, answerConnect, answerExpectations, checkingRequestHead } from './clientErrors.ts';
-import { warnOfPlainHttp, type Config } from './config.ts';
+import { ConfigError, warnOfPlainHttp, type Config } from './config.ts';
 import { storeFailure } from './storeFailure.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
@@ -157,9 +157,11 @@ function listen(app: express.Express, config: Config): Promise<Server> {
   // server.close() would destroy the idle connections at once; draining() closes them once quiet.
   server.closeIdleConnections = () => {};
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    // A port taken, or a host that is not this machine's, named as the variables that chose them.
+    const refused = (error: NodeJS.ErrnoException) => reject(new ConfigError(`the HTTP server cannot listen on HOST ${config.host}, PORT ${config.port}: ${error.code ?? error.message}`));
+    server.once('error', refused);
     server.listen(config.port, config.host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve(server);
     });
   });

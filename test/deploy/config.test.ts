@@ -174,6 +174,27 @@ describe('the server process', () => {
     }
   });
 
+  it('stops with code 1 when the HTTP server cannot listen, naming HOST and PORT', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as AddressInfo).port);
+    try {
+      for (const [env, said] of [
+        [{ PORT: port }, new RegExp(`^Mailroom could not start: the HTTP server cannot listen on HOST 127\\.0\\.0\\.1, PORT ${port}: EADDRINUSE$`, 'm')],
+        [{ PORT: '0', HOST: 'garbage.invalid' }, /^Mailroom could not start: the HTTP server cannot listen on HOST garbage\.invalid, PORT 0: (ENOTFOUND|EAI_AGAIN)$/m],
+      ] as const) {
+        const failed = await run(process.execPath, ['build/main.js'], { cwd: root, timeout: 60_000, env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', ...env } }).then(
+          () => ({ code: 0, stderr: '' }),
+          (error) => error as { code: number; stderr: string },
+        );
+        expect(failed.code).toBe(1);
+        expect(failed.stderr).toMatch(said);
+      }
+    } finally {
+      taken.close();
+    }
+  });
+
   it('warns when NODE_ENV=production and no SMTP_URL is set: messages are captured, not sent', async () => {
     const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: '' });
     try {
