@@ -3606,7 +3606,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The id in the path is not a UUID, or a broadcast still to go out (scheduled, or being sent) is addressed to the segment or topic; cancel it or change its address first. */
+        /** @description The id in the path is not a UUID, or a broadcast still to go out (scheduled, being sent, or sent with emails not yet gone out) is addressed to the segment or topic; cancel it or change its address first, or wait for its emails to go out. */
         DeletionRefused: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];

@@ -83,6 +83,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
   if (err instanceof ApiError) return err;
   if (err instanceof NotFound) return notFound(err.what);
   if (err instanceof InUseByBroadcast) {
+    if (err.status === 'going out') return invalid(`The ${err.what} cannot be deleted yet: emails of broadcast ${quoted(err.broadcastId)}, which is addressed to it, are still going out. Try again once they have.`);
     return invalid(`The ${err.what} cannot be deleted: broadcast ${quoted(err.broadcastId)}, which is ${err.status}, is addressed to it. Cancel that broadcast, or give it another ${err.what}, first.`);
   }
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);

@@ -35,6 +35,7 @@ class Refused extends Error {
   }
 }
 
+/** A broadcast's email in one of these has not gone out yet. */
 const PENDING: EmailEvent[] = ['queued', 'delivery_delayed'];
 type Db = Kysely<Tables> | Transaction<Tables>;
 
@@ -218,4 +219,14 @@ export async function refuseWhileAddressed(tx: Transaction<Tables>, what: InUseB
     .limit(1)
     .executeTakeFirst();
   if (waiting) throw new InUseByBroadcast(what, waiting.id, waiting.status);
+  // A broadcast `sent` has all its emails in the outbox, not necessarily gone out: each is checked
+  // against the segment and topic as it goes, and the memberships deleted here would cancel it.
+  const goingOut = await tx
+    .selectFrom('emails')
+    .select('broadcast_id')
+    .where('last_event', 'in', PENDING)
+    .where('broadcast_id', 'in', (eb) => eb.selectFrom('broadcasts').select('id').where(what === 'segment' ? 'segment_id' : 'topic_id', '=', id).where('status', '=', 'sent'))
+    .limit(1)
+    .executeTakeFirst();
+  if (goingOut) throw new InUseByBroadcast(what, goingOut.broadcast_id!, 'going out');
 }

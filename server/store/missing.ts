@@ -18,7 +18,7 @@ export class UnknownReference extends Error {
   }
 }
 
-/** A segment or topic that a broadcast still to go out (scheduled, or being sent) is addressed to: deleting it would send that broadcast to nobody. */
+/** A segment or topic that a broadcast still to go out (scheduled, being sent, or sent with emails not yet gone out) is addressed to: deleting it would cancel what has not gone out. */
 export class InUseByBroadcast extends Error {
   constructor(
     readonly what: 'segment' | 'topic',

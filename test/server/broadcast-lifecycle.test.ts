@@ -192,6 +192,7 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     const db = server.store.database.db;
     const ownSegment = await addSegment(db);
     const topic = await addTopic(db, 'opt_in');
+    await addContacts(db, [{ email: 'going.out@example.com', segments: [ownSegment] }]);
     const id = await draft({ segment_id: ownSegment, topic_id: topic });
     expect((await call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 2 days' })).status).toBe(200);
     const refusal = (what: string, status: string) => ({
@@ -213,6 +214,13 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     const fanout = new FanoutWorker(server.store, pino({ level: 'silent' }));
     while (await fanout.runOnce());
     expect((await read(id)).status).toBe('sent');
+    // Sent, its emails are in the outbox, each checked against the segment as it goes: the segment
+    // stays until the last has gone out. (Deleted, it cancelled every email not yet sent.)
+    expect(await call('DELETE', `/segments/${ownSegment}`)).toEqual({
+      status: 422,
+      body: { statusCode: 422, name: 'validation_error', message: `The segment cannot be deleted yet: emails of broadcast \`${id}\`, which is addressed to it, are still going out. Try again once they have.` },
+    });
+    await db.updateTable('emails').set({ last_event: 'sent' }).where('broadcast_id', '=', id).execute();
     expect(await call('DELETE', `/segments/${ownSegment}`)).toEqual({ status: 200, body: { object: 'segment', id: ownSegment, deleted: true } });
   });
 
