@@ -367,10 +367,12 @@ let pgLoading: ReturnType<typeof loadPg> | undefined;
 // PostgreSQL better-sqlite3 (a few MB of memory in every thread that opens a store).
 async function openPostgres(connectionString: string, options: DatabaseOptions, logger: Logger): Promise<Database> {
   const pg = await loadPg();
-  const openPool = (max: number, connectMs: number, statementMs: number) => {
+  const openPool = (max: number, connectMs: number, statementMs: number, keepIdle = false) => {
     const pool = new pg.Pool({
       connectionString,
       max,
+      // pg closes a connection idle for 10 s unless told not to.
+      ...(keepIdle && { idleTimeoutMillis: 0 }),
       Client: pooledClient(pg.Client),
       connectionTimeoutMillis: connectMs,
       // Enforced by the server: a runaway statement, or a transaction whose process stalled, ends there...
@@ -391,14 +393,24 @@ async function openPostgres(connectionString: string, options: DatabaseOptions, 
   const pool = openPool(10, options.databaseConnectTimeoutMs ?? 5_000, options.databaseStatementTimeoutMs ?? 30_000);
   const db = new Kysely<Tables>({ dialect: new OwnSchemaPostgresDialect({ pool: reconnectingPool(pool) }) });
   const poolUsage = (): PoolUsage => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
-  const quick: Kysely<Tables>[] = [];
+  const quick: ReturnType<typeof openPool>[] = [];
   const quickConnections = ({ max, statementTimeoutMs }: { max: number; statementTimeoutMs: number }) => {
-    const made = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: openPool(max, statementTimeoutMs, statementTimeoutMs) }) });
-    quick.push(made);
-    return made;
+    // Opened at once and kept open: a caller that waits this little (the rate limit's counters) would
+    // otherwise find none open after a quiet spell, and a burst waiting on new ones ran out of time.
+    // (Tried again a second later when they fail: at start, the event loop is busy for longer than
+    // they may take to connect.)
+    const quickPool = openPool(max, statementTimeoutMs, statementTimeoutMs, true);
+    const open = async (tries: number) => {
+      const opened = await Promise.allSettled(Array.from({ length: max }, () => quickPool.query('select 1')));
+      if (tries > 1 && opened.some((outcome) => outcome.status === 'rejected')) setTimeout(() => !quickPool.ending && void open(tries - 1), 1000).unref();
+    };
+    void open(5);
+    quick.push(quickPool);
+    return new Kysely<Tables>({ dialect: new PostgresDialect({ pool: quickPool }) });
   };
   const close = async () => {
-    await Promise.all(quick.map((made) => made.destroy()));
+    // Their pools, not their Kysely instances: Kysely ends a pool only once it has run a query on it.
+    await Promise.all(quick.map((pool) => pool.end()));
     await db.destroy();
   };
   return { db, dialect: 'postgres', poolUsage, quickConnections, close };
