@@ -95,13 +95,13 @@ export class WebhookDeliveryStore {
    * each claim counts as an attempt. One transaction, one statement a webhook.
    */
   async claimDue(limits: Map<string, number>, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
+    if (limits.size === 0) return [];
     const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
     const claimEach = async (tx: Kysely<Tables>) => {
       const claimed: ClaimedDelivery[] = [];
       for (const [webhookId, limit] of limits) claimed.push(...(await this.claimOf(tx, this.dueDeliveries(webhookId, limit, now), claim)));
       return claimed;
     };
-    if (limits.size === 0) return [];
     if (this.dialect === 'postgres') return inIndexOrder(this.db, claimEach);
     return limits.size === 1 ? claimEach(this.db) : this.db.transaction().execute(claimEach);
   }

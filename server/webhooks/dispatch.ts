@@ -1,7 +1,8 @@
 // The webhook outbox worker: claims due deliveries (server/store/webhookDeliveries.ts), posts each,
 // signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
-// in no particular order. A delivery that fails is tried again on Resend's schedule with the same
-// `svix-id`, then ends `failed`; a webhook whose deliveries keep failing every attempt is disabled.
+// in no particular order, each enabled webhook holding an equal share of them at most. A delivery
+// that fails is tried again on Resend's schedule with the same `svix-id`, then ends `failed`; a
+// webhook whose deliveries keep failing every attempt is disabled.
 // Ended deliveries are deleted once older than `keepEndedMs` (WEBHOOK_KEEP_DAYS, 30 days by default).
 // `npm start` runs it in the HTTP server's thread (server/server.ts), `npm run worker` beside the
 // delivery worker (server/worker.ts).
