@@ -4,7 +4,7 @@
 // lease runs out (delivery is at least once), and an outcome is recorded only by the claim that holds
 // the row, only while it is pending. On PostgreSQL claims skip rows other workers hold.
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
 import { webhookMessageIdsAt } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
@@ -36,7 +36,7 @@ export class WebhookDeliveryStore {
     private readonly dialect: DialectName,
   ) {}
 
-  /** The ids of up to `limit` due deliveries to the webhook, oldest due first. */
+  /** SQLite: the ids of up to `limit` due deliveries to the webhook, oldest due first. */
   dueDeliveries(webhookId: string, limit: number, now: Date) {
     return this.db
       .selectFrom('webhook_deliveries')
@@ -46,6 +46,33 @@ export class WebhookDeliveryStore {
       .where('next_attempt_at', '<=', now.toISOString())
       .orderBy('next_attempt_at')
       .limit(limit);
+  }
+
+  /**
+   * PostgreSQL: the ids of up to `limits.get(id)` due deliveries of each webhook, oldest due first, in
+   * one query that locks them and skips the rows other workers hold: one statement a claim, however
+   * many webhooks there are.
+   */
+  dueDeliveriesOf(limits: Map<string, number>, now: Date) {
+    const wanted = sql.join([...limits].map(([webhookId, limit]) => sql`(${webhookId}::text, ${limit}::int)`));
+    return this.db
+      .selectFrom(sql<{ webhook_id: string; n: number }>`(values ${wanted})`.as<'w'>(sql`w(webhook_id, n)`))
+      .innerJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('webhook_deliveries')
+            .select('id')
+            .whereRef('webhook_deliveries.webhook_id', '=', 'w.webhook_id')
+            .where('state', '=', 'pending')
+            .where('next_attempt_at', '<=', now.toISOString())
+            .orderBy('next_attempt_at')
+            .limit(sql<number>`w.n`)
+            .forUpdate()
+            .skipLocked()
+            .as('owed'),
+        (join) => join.onTrue(),
+      )
+      .select('owed.id');
   }
 
   /** One page of a webhook's deliveries, newest first, each with its event's type. */
@@ -92,42 +119,42 @@ export class WebhookDeliveryStore {
 
   /**
    * Claims due deliveries for `leaseMs`, up to `limits.get(id)` of each webhook's, oldest due first;
-   * each claim counts as an attempt. One transaction, one statement a webhook.
+   * each claim counts as an attempt.
    */
   async claimDue(limits: Map<string, number>, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limits.size === 0) return [];
     const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
-    const claimEach = async (tx: Kysely<Tables>) => {
-      const claimed: ClaimedDelivery[] = [];
-      for (const [webhookId, limit] of limits) claimed.push(...(await this.claimOf(tx, this.dueDeliveries(webhookId, limit, now), claim)));
-      return claimed;
-    };
-    if (this.dialect === 'postgres') return inIndexOrder(this.db, claimEach);
-    return limits.size === 1 ? claimEach(this.db) : this.db.transaction().execute(claimEach);
-  }
-
-  private async claimOf(tx: Kysely<Tables>, due: ReturnType<WebhookDeliveryStore['dueDeliveries']>, claim: { next_attempt_at: string; lease_token: string }): Promise<ClaimedDelivery[]> {
-    if (this.dialect === 'sqlite') {
-      const claimed = await tx
-        .updateTable('webhook_deliveries')
-        .set((eb) => ({ ...claim, attempts: eb('attempts', '+', 1) }))
-        .where('id', 'in', due)
-        .where('state', '=', 'pending')
-        .returningAll()
-        .execute();
+    if (this.dialect === 'postgres') {
+      // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
+      // per row it updates, each run skipping the rows the last one locked, and claim far past the limits.
+      const claimed = await inIndexOrder(this.db, (tx) =>
+        tx
+          .with((cte) => cte('due').materialized(), () => this.dueDeliveriesOf(limits, now))
+          .updateTable('webhook_deliveries')
+          .from('due')
+          .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
+          .whereRef('webhook_deliveries.id', '=', 'due.id')
+          .returningAll('webhook_deliveries')
+          .execute(),
+      );
       return claimed as ClaimedDelivery[];
     }
-    // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
-    // per row it updates, each run skipping the rows the last one locked, and claim far past `limit`.
-    const claimed = await tx
-      .with((cte) => cte('due').materialized(), () => due.forUpdate().skipLocked())
-      .updateTable('webhook_deliveries')
-      .from('due')
-      .set((eb) => ({ ...claim, attempts: eb('webhook_deliveries.attempts', '+', 1) }))
-      .whereRef('webhook_deliveries.id', '=', 'due.id')
-      .returningAll('webhook_deliveries')
-      .execute();
-    return claimed as ClaimedDelivery[];
+    // SQLite runs each statement under its one write lock: one a webhook, in one transaction when more.
+    const claimEach = async (tx: Kysely<Tables>) => {
+      const claimed: ClaimedDelivery[] = [];
+      for (const [webhookId, limit] of limits) {
+        const rows = await tx
+          .updateTable('webhook_deliveries')
+          .set((eb) => ({ ...claim, attempts: eb('attempts', '+', 1) }))
+          .where('id', 'in', this.dueDeliveries(webhookId, limit, now))
+          .where('state', '=', 'pending')
+          .returningAll()
+          .execute();
+        claimed.push(...(rows as ClaimedDelivery[]));
+      }
+      return claimed;
+    };
+    return limits.size === 1 ? claimEach(this.db) : this.db.transaction().execute(claimEach);
   }
 
   /**

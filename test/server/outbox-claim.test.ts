@@ -27,6 +27,25 @@ describe.each(backends)('one claim on %s', (backend) => {
     expect(second.some((e) => first.some((f) => f.id === e.id))).toBe(false);
   });
 
+  it("takes each webhook's due deliveries apart, up to its own limit, oldest due first", async () => {
+    const { store } = server;
+    const at = new Date().toISOString();
+    const webhooks = [randomUUID(), randomUUID()];
+    for (const id of webhooks) {
+      await store.webhooks.insert({ id, endpoint: `https://hooks.example/${id}`, events: '["email.sent"]', signing_secret: 'whsec_x', status: 'enabled', status_reason: null, created_at: at, updated_at: at });
+    }
+    const emails = Array.from({ length: 10 }, () => emailRecord());
+    await recordEvents(store, emails.map((email) => emailEvent('email.sent', email)), emails);
+    const claimed = await store.webhookDeliveries.claimDue(new Map([[webhooks[0]!, 3], [webhooks[1]!, 2]]), new Date(), 60_000);
+    expect(claimed.filter((d) => d.webhook_id === webhooks[0])).toHaveLength(3);
+    expect(claimed.filter((d) => d.webhook_id === webhooks[1])).toHaveLength(2);
+    const next = await store.webhookDeliveries.claimDue(new Map([[webhooks[0]!, 100]]), new Date(), 60_000);
+    expect(next).toHaveLength(7);
+    expect(next.some((d) => claimed.some((c) => c.id === d.id))).toBe(false);
+    await store.database.db.deleteFrom('webhook_deliveries').execute();
+    await store.database.db.deleteFrom('webhooks').execute();
+  });
+
   // Both claims' due queries, on tables filled just now: 5,000 queued emails, 5,000 pending webhook deliveries.
   it.runIf(backend === 'postgres')('reads the oldest due emails and webhook deliveries in index order, not every due one sorted, before the tables have statistics', async () => {
     const { store } = server;
@@ -39,7 +58,7 @@ describe.each(backends)('one claim on %s', (backend) => {
       await recordEvents(store, emails.map((email) => emailEvent('email.sent', email)), emails);
     }
     expect(await planOf(store.emails.dueEmails(100, new Date()) as unknown as Compilable)).toMatch(/Index Scan using emails_due/);
-    expect(await planOf(store.webhookDeliveries.dueDeliveries(webhookId, 50, new Date()))).toMatch(/Index Scan using webhook_deliveries_due_by_webhook/);
+    expect(await planOf(store.webhookDeliveries.dueDeliveriesOf(new Map([[webhookId, 50], [randomUUID(), 50]]), new Date()))).toMatch(/Index Scan using webhook_deliveries_due_by_webhook/);
   });
 
   /** The plan of a query as a claim runs it; neither a bitmap nor a sort of every due row. */
