@@ -36,42 +36,51 @@ export function useLeaveGuard(unsaved: boolean): void {
 }
 
 /**
- * Whether the page was just reached by navigating, in the page or by the browser's Back and Forward:
- * its heading then takes the focus, as a new document's start would, rather than leaving it on a link
- * that is gone. Cleared once that navigation has rendered, so that a reload or a change within a page
- * (a next page of a list) leaves the focus where it is.
+ * The path just reached by navigating, in the page or by the browser's Back and Forward: its heading
+ * takes the focus when it first renders, as a new document's start would, rather than leaving it on a
+ * link that is gone. A reload, or a change of the query alone (a list's next page), sets none.
  */
-let arrived = false;
-/** The address the page shows, to return to when Back or Forward is refused. */
-let shown = location.href;
-/** Set while navigate() moves on: its link has asked already. */
+let arrivedAt: string | undefined;
+/** Where the page stands in the tab's history, counted in the entries the dashboard pushed. */
+let position: number = history.state?.at ?? 0;
+/** Set while navigate() moves on (its link has asked already), or while a refused Back or Forward is undone. */
 let navigating = false;
+let undoing = false;
+let shownPath = location.pathname;
 addEventListener('popstate', (event) => {
-  // The History API cannot hold Back: the address has changed already. Refused, it is put back, and
-  // the later listeners (useLocation) never hear of it.
-  if (!navigating && mayLeave?.() === false) {
-    history.pushState(null, '', shown);
+  const to: number = event.state?.at ?? 0;
+  if (undoing) {
+    undoing = false;
     event.stopImmediatePropagation();
     return;
   }
-  shown = location.href;
-  arrived = true;
-  setTimeout(() => (arrived = false));
+  // The History API cannot hold Back or Forward: the address has changed already. Refused, the tab
+  // goes back as many entries as it moved, and the later listeners (useLocation) never hear of it.
+  if (!navigating && mayLeave?.() === false) {
+    undoing = true;
+    history.go(position - to);
+    event.stopImmediatePropagation();
+    return;
+  }
+  position = to;
+  if (location.pathname !== shownPath) arrivedAt = location.pathname;
+  shownPath = location.pathname;
 });
 
-/** True once, for the first page heading rendered after a navigation. */
+/** True once, for the first page heading rendered at the path a navigation reached. */
 export function takeArrival(): boolean {
-  const was = arrived;
-  arrived = false;
-  return was;
+  if (arrivedAt !== location.pathname) return false;
+  arrivedAt = undefined;
+  return true;
 }
 
 /** Goes to a dashboard path, such as `/contacts?after=…`, adding it to the tab's history. */
 export function navigate(to: string, { replace = false } = {}): void {
-  history[replace ? 'replaceState' : 'pushState'](null, '', BASE + to);
+  if (!replace) position++;
+  history[replace ? 'replaceState' : 'pushState']({ at: position }, '', BASE + to);
   navigating = true;
   try {
-    dispatchEvent(new PopStateEvent('popstate'));
+    dispatchEvent(new PopStateEvent('popstate', { state: history.state }));
   } finally {
     navigating = false;
   }

@@ -87,6 +87,32 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     expect(page.asked).toHaveLength(2);
   });
 
+  it('undoes a refused Forward without adding to the history, and puts the focus on a page that loads before its heading', async () => {
+    const { id } = await draft();
+    let answer = true;
+    const page = await open('/broadcasts');
+    page.removeAllListeners('dialog');
+    page.on('dialog', (dialog) => void (page.asked.push(dialog.message()), answer ? dialog.accept() : dialog.dismiss()));
+    await page.locator(`a[href="/dashboard/broadcasts/${id}"]`).click();
+    // The draft loads before its heading is shown: the heading still takes the focus once it is.
+    await expect.poll(() => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`)).toBe('H1 Broadcast: Kept name');
+    await page.getByRole('link', { name: 'Segments' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Segments' }).waitFor();
+    await page.goBack();
+    await expect.poll(() => page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Hi');
+    await page.getByLabel('Subject', { exact: true }).fill('Typed, not saved');
+    await page.getByText('Unsaved changes').waitFor();
+    answer = false;
+    await page.goForward({ waitUntil: 'commit' });
+    await expect.poll(() => page.asked.length).toBe(1);
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/broadcasts/${id}`);
+    expect(await page.getByLabel('Subject', { exact: true }).inputValue()).toBe('Typed, not saved');
+    answer = true;
+    await page.goBack();
+    await page.getByRole('heading', { level: 1, name: 'Broadcasts' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/broadcasts');
+  });
+
   it('keeps showing a webhook signing secret when the next webhook is refused', async () => {
     const page = await open('/webhooks');
     const endpoint = page.getByLabel('Endpoint URL');
