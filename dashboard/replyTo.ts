@@ -4,6 +4,7 @@ export const replyToText = (addresses?: string[] | null): string => addresses?.j
 
 /** As the API takes it: one address, several, or none (undefined). */
 export function replyToValue(text: string): string | string[] | undefined {
-  const addresses = text.split(',').map((address) => address.trim()).filter(Boolean);
+  // Split at commas outside a quoted name: `"Doe, Jane" <jane@example.com>` is one address.
+  const addresses = (text.match(/(?:"(?:[^"\\]|\\.)*"?|[^,"])+/g) ?? []).map((address) => address.trim()).filter(Boolean);
   return addresses.length === 0 ? undefined : addresses.length === 1 ? addresses[0] : addresses;
 }
