@@ -27,7 +27,9 @@ export interface Standing {
 
 const STYLE =
   'body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:3rem 1rem;color:#1a1a1a;background:#f6f6f6}main{max-width:28rem;margin:auto;padding:2rem;background:#fff;border-radius:8px}h1{font-size:1.4rem;margin-top:0}button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:6px;background:#1a1a1a;color:#fff;cursor:pointer}' +
-  'h2{font-size:1.1rem;margin-top:2rem}fieldset{border:1px solid #ddd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}legend{font-weight:600}fieldset p{margin:0 0 .5rem;color:#555}label{display:inline-block;margin-right:1.2rem}button+button{margin-left:.5rem}button.other{background:#fff;color:#1a1a1a;border:1px solid #1a1a1a}';
+  'h2{font-size:1.1rem;margin-top:2rem}fieldset{border:1px solid #ddd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}legend{font-weight:600}fieldset p{margin:0 0 .5rem;color:#555}label{display:inline-block;margin-right:1.2rem}button+button{margin-left:.5rem}button.other{background:#fff;color:#1a1a1a;border:1px solid #1a1a1a}' +
+  // A topic's name or description without spaces, as long as the API allows, wraps within the page.
+  'main{overflow-wrap:anywhere}fieldset{min-width:0}';
 
 const EVERYTHING = 'all our emails';
 const what = (leaving: Leaving) => (leaving === 'everything' ? EVERYTHING : escapeHtml(leaving.topic));

@@ -64,6 +64,8 @@ describe.skipIf(!chromiumPresent)('the unsubscribe page in Chromium', () => {
 
   it("leaves the link's topic with its one button, and fits a phone's width", async () => {
     const digest = (await api('POST', '/topics', { name: 'Daily digest', default_subscription: 'opt_in', visibility: 'public' })).id;
+    // Another public topic whose name and description have no space to wrap at, as long as the API allows.
+    await api('POST', '/topics', { name: 'W'.repeat(50), description: 'x'.repeat(200), default_subscription: 'opt_in', visibility: 'public' });
     const reader = (await api('POST', '/contacts', { email: `phone-${randomUUID()}@example.com` })).id;
     const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'topic', id: digest })}`;
     const { page, complaints } = await open(url, 375);
