@@ -10,7 +10,7 @@ import { templateRoutes } from './pages/templates.tsx';
 import { topicRoutes } from './pages/topics.tsx';
 import { webhookRoutes } from './pages/webhooks.tsx';
 import type { Route } from './route.ts';
-import { Link, match, navigate, useLocation } from './router.tsx';
+import { leavingAllowed, Link, match, navigate, useLocation } from './router.tsx';
 import { checkKey, SessionProvider, useSession } from './session.tsx';
 import { ErrorNote, PageHeading, TextField } from './ui.tsx';
 import type { MailroomError } from './api.ts';
@@ -72,7 +72,7 @@ function Frame() {
             </li>
           ))}
         </ul>
-        <button type="button" class="sign-out" onClick={signOut}>
+        <button type="button" class="sign-out" onClick={() => leavingAllowed() && signOut()}>
           Sign out
         </button>
       </nav>

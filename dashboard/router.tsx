@@ -16,6 +16,9 @@ const read = (): Location => ({ path: location.pathname.slice(BASE.length) || '/
 /** Asks whether to leave a page with work not saved; set by useLeaveGuard. */
 let mayLeave: (() => boolean) | undefined;
 
+/** Whether the page may be left now: true, or what the person said when asked about unsaved work. */
+export const leavingAllowed = (): boolean => mayLeave?.() !== false;
+
 /**
  * While `unsaved`, leaving the page asks first: by the dashboard's own links, by the browser's Back and
  * Forward, and by its reload, close or address bar. (Not where the page itself moves on, having saved

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
-import { navigate } from '../router.tsx';
+import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, Checkbox, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
@@ -170,6 +170,12 @@ function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => vo
   const [rows, setRows] = useState<PropertyRow[]>(rowsOf(contact.properties));
   const [error, setError] = useState<MailroomError | null>(null);
   const [saved, setSaved] = useState(false);
+  const unsaved =
+    firstName !== (contact.first_name ?? '') ||
+    lastName !== (contact.last_name ?? '') ||
+    unsubscribed !== contact.unsubscribed ||
+    JSON.stringify(propertiesOf(rows)) !== JSON.stringify(propertiesOf(rowsOf(contact.properties)));
+  useLeaveGuard(unsaved);
   return (
     <Form
       class="panel"

@@ -113,6 +113,19 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     expect(new URL(page.url()).pathname).toBe('/dashboard/broadcasts');
   });
 
+  it("asks before a link or Sign out drops a contact's unsaved details", async () => {
+    const { id } = await api('POST', '/contacts', { email: `unsaved-${Date.now()}@example.com`, first_name: 'Kept' });
+    const page = await open(`/contacts/${id}`, { answer: false });
+    await expect.poll(() => page.getByLabel('First name').inputValue()).toBe('Kept');
+    await page.getByLabel('First name').fill('Typed');
+    await page.getByRole('link', { name: 'Emails' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    expect(page.asked).toEqual(['Leave this page? Your changes are not saved.', 'Leave this page? Your changes are not saved.']);
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/contacts/${id}`);
+    expect(await page.getByLabel('First name').inputValue()).toBe('Typed');
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(1);
+  });
+
   it('keeps showing a webhook signing secret when the next webhook is refused', async () => {
     const page = await open('/webhooks');
     const endpoint = page.getByLabel('Endpoint URL');
