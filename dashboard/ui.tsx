@@ -142,6 +142,15 @@ export function ErrorNote({ error }: { error: MailroomError | Error | null | und
   );
 }
 
+/**
+ * An email's HTML in a frame that runs none of it (`sandbox=""`, and the dashboard's CSP besides), whose
+ * links do nothing: followed, one replaced the preview with the browser's "blocked" page. (Appended, so
+ * that a doctype still comes first.)
+ */
+export function MessageFrame({ title, html }: { title: string; html: string }) {
+  return <iframe class="message" title={title} sandbox="" srcdoc={`${html}<style>a{pointer-events:none}</style>`} />;
+}
+
 /** Shown while something loads. */
 export function Loading({ what }: { what: string }) {
   return (

@@ -7,7 +7,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Link, Loading, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, MessageFrame, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
 
 type Broadcast = MailroomSchemas['Broadcast'];
 type Draft = Record<'name' | 'from' | 'reply_to' | 'subject' | 'preview_text' | 'segment_id' | 'topic_id' | 'html' | 'text', string>;
@@ -169,7 +169,7 @@ function Preview({ draft }: { draft: Draft }) {
       </dl>
       {'problem' in rendered && <p class="error">{rendered.problem}</p>}
       {/* Untrusted HTML: no scripts, no same-origin access, and the dashboard's CSP besides. */}
-      <iframe class="message" title="Message preview" sandbox="" srcdoc={rendered.html ?? `<pre>${(rendered.text ?? '').replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`)}</pre>`} />
+      <MessageFrame title="Message preview" html={rendered.html ?? `<pre>${(rendered.text ?? '').replace(/[&<>]/g, (c) => `&#${c.charCodeAt(0)};`)}</pre>`} />
       <TestSend draft={draft} content={rendered} />
     </section>
   );

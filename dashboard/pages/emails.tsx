@@ -6,7 +6,7 @@ import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { navigate, useLocation } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, MessageFrame, PageHeading, Pager, Select, useCursor, useLoad, When } from '../ui.tsx';
 
 type Status = MailroomSchemas['EmailEvent'];
 // A Record, so that the compiler names any status the contract adds and this page lacks.
@@ -228,7 +228,7 @@ function EmailPage({ id }: Record<string, string>) {
             <section class="panel" aria-labelledby="message">
               <h2 id="message">Message</h2>
               {/* Untrusted HTML: no scripts, no same-origin access, and the dashboard's CSP besides. */}
-              {e.html !== null ? <iframe class="message" title="Message HTML" sandbox="" srcdoc={e.html} /> : <p class="field-hint">No HTML part.</p>}
+              {e.html !== null ? <MessageFrame title="Message HTML" html={e.html} /> : <p class="field-hint">No HTML part.</p>}
               {e.text !== null && (
                 <>
                   <h3>Text</h3>

@@ -7,7 +7,7 @@ import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigate, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, MessageFrame, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
 type Template = MailroomSchemas['Template'];
 type Variable = { key: string; type: 'string' | 'number'; fallback: string };
@@ -248,7 +248,7 @@ function Preview({ draft }: { draft: Draft }) {
             <dd data-testid="preview-subject">{rendered.subject}</dd>
           </dl>
           {/* Untrusted HTML: no scripts, no same-origin access, and the dashboard's CSP besides. */}
-          <iframe class="message" title="Template preview" sandbox="" srcdoc={rendered.html} />
+          <MessageFrame title="Template preview" html={rendered.html} />
         </>
       )}
     </section>

@@ -17,7 +17,8 @@ import { TEST_KEY } from '../support/server.ts';
 // What an email's HTML tries when its scripts run: change its own page, reach the API, tell the dashboard.
 const HOSTILE = `<p id="mark">static</p>
 <script>document.getElementById('mark').textContent = 'changed'; fetch('/contacts?from=frame-script'); parent.postMessage('script ran', '*'); try { parent.document.title = 'pwned' } catch {}</script>
-<img src="data:," onerror="fetch('/contacts?from=frame-onerror'); parent.postMessage('handler ran', '*')">`;
+<img src="data:," onerror="fetch('/contacts?from=frame-onerror'); parent.postMessage('handler ran', '*')">
+<a id="away" href="https://example.com/away">away</a>`;
 
 describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
   let browser: Browser;
@@ -155,6 +156,10 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
     expect(await page.evaluate(() => (window as unknown as { heard: unknown[] }).heard)).toEqual([]);
     expect(requests.filter((url) => url.includes('from=frame'))).toEqual([]);
     expect(await page.title()).not.toBe('pwned');
+    // A link in it does nothing: followed, it replaced the message with the browser's "blocked" page.
+    await page.frameLocator('iframe[title="Message HTML"]').locator('#away').click({ force: true });
+    await page.waitForTimeout(500);
+    expect(await page.frameLocator('iframe[title="Message HTML"]').locator('#mark').textContent()).toBe('static');
 
     // The probe can tell: the same HTML in a frame allowed to run scripts, on a page without the dashboard's policy, runs.
     const control = await browser.newPage();
