@@ -24,7 +24,7 @@ describe('the reference pages', () => {
     const docs = await fetch(`${server.url}/docs`);
     expect(docs.status).toBe(200);
     expect(docs.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(docs.headers.get('content-security-policy')).toBe("default-src 'self' 'unsafe-inline' data: blob:");
+    expect(docs.headers.get('content-security-policy')).toBe("default-src 'self' 'unsafe-inline' data: blob:; script-src 'self' 'unsafe-inline' 'unsafe-eval' blob:");
     expect(Buffer.from(await docs.arrayBuffer()).equals(readFileSync(new URL('generated/docs.html', root)))).toBe(true);
   });
 });
