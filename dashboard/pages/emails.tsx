@@ -221,7 +221,11 @@ function EmailPage({ id }: Record<string, string>) {
             <section class="panel" aria-labelledby="headers">
               <h2 id="headers">Headers</h2>
               {raw === undefined && <Loading what="headers" />}
-              {headers ? <pre>{headers}</pre> : raw === null && <p class="field-hint">The full headers are kept only for emails delivered to the capture store.</p>}
+              {headers ? (
+                <pre>{headers}</pre>
+              ) : (
+                raw === null && <p class="field-hint">{e?.message_id === null ? 'Not sent: there are no headers yet.' : 'The full headers are kept only for emails delivered to the capture store.'}</p>
+              )}
             </section>
           </div>
           <div>

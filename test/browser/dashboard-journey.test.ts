@@ -200,7 +200,7 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
     page.on('console', onConsole);
     await go(`/emails/${sent.id}`);
     await page.getByText('Scheduled for').waitFor();
-    await page.getByText('The full headers are kept only').waitFor();
+    await page.getByText('Not sent: there are no headers yet.').waitFor();
     page.off('console', onConsole);
     expect(errors).toEqual([]);
     expect(await page.locator('dt:has-text("Scheduled for") + dd time').getAttribute('datetime')).toBe(body.scheduled_at);
