@@ -215,7 +215,7 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
   it('fits a phone: at 375 px the sections sit above the page and nothing reaches past the edge', async () => {
     const page = await open('/contacts');
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const path of ['/contacts', '/broadcasts/new', '/emails', '/segments']) {
+    for (const path of ['/contacts', '/broadcasts/new', '/emails', '/segments', '/nope']) {
       await page.goto(`${server.url}/dashboard${path}`);
       await page.getByRole('heading', { level: 1 }).waitFor();
       expect(await overflows(page), path).toBe(false);
@@ -223,6 +223,8 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
       const main = await page.locator('main').boundingBox();
       expect(main!.y, path).toBeGreaterThan(nav!.y + nav!.height - 1);
       expect(main!.width, path).toBeGreaterThan(340);
+      // However short the page, the sections take their own height, not half the screen.
+      expect(nav!.height, path).toBeLessThan(300);
     }
   });
 });
