@@ -15,7 +15,7 @@ const LAST = Date.parse('9999-12-31T23:59:59.999Z');
  * milliseconds (`.5` as 5 ms, sending 495 ms early) and refuses more than three of them (Python's
  * `isoformat()` writes six).
  */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)? ?(?:Z|([+-])(\d{2})(?::?(\d{2}))?)?$/i;
 
 /** The instant an ISO 8601 date and time names; undefined for text of another form, NaN for a time the calendar or clock does not have. */
 function dateTime(text: string): number | undefined {
@@ -42,7 +42,7 @@ function dateTime(text: string): number | undefined {
  */
 export async function sendTime(scheduledAt: string | undefined, now: Date): Promise<string | null> {
   if (scheduledAt === undefined) return null;
-  const text = scheduledAt.trim();
+  const text = scheduledAt.trim().replace(/\s+/g, ' ');
   const unreadable = () => invalid(`The \`scheduled_at\` ${quoted(scheduledAt)} cannot be read as a time; give ISO 8601 or words such as \`in 1 hour\`.`, 'invalid_parameter');
   const due = (at: number) => (at <= now.getTime() ? null : new Date(at).toISOString());
   // An ISO 8601 date alone is the day's first instant in UTC, as JavaScript reads it (chrono-node puts
@@ -57,12 +57,16 @@ export async function sendTime(scheduledAt: string | undefined, now: Date): Prom
     if (Number.isNaN(given) || given > LAST) throw unreadable();
     return due(given);
   }
-  // chrono-node takes any two digits of an offset (+24:00, +00:60); RFC 3339's run to 23:59.
-  const offset = /T[\d:.]+([+-])(\d{2}):?(\d{2})$/i.exec(text);
+  // Words, or a date in words with a time (`Jan 1 2030 09:00 -05:00`). chrono-node takes any two
+  // digits of an offset (+24:00, +00:60), where RFC 3339's run to 23:59; it reads an offset west of
+  // UTC written with a colon as UTC, and a fraction's digits as milliseconds. Given without the colon,
+  // and as three digits, it reads both right.
+  const offset = /\d ?([+-])(\d{2}):?(\d{2})$/.exec(text);
   if (offset && (Number(offset[2]) > 23 || Number(offset[3]) > 59)) throw unreadable();
+  const words = text.replace(/(\d:\d{2})[.,](\d+)/, (_, time: string, digits: string) => `${time}.${digits.padEnd(3, '0').slice(0, 3)}`).replace(/([+-]\d{2}):(\d{2})$/, '$1$2');
   const { parse } = await import('chrono-node');
-  const [found] = parse(text, { instant: now, timezone: 'UTC' }, { forwardDate: true });
+  const [found] = parse(words, { instant: now, timezone: 'UTC' }, { forwardDate: true });
   const at = found?.start.date().getTime();
-  if (!found || found.index !== 0 || found.text.length !== text.length || at === undefined || Number.isNaN(at) || at > LAST) throw unreadable();
+  if (!found || found.index !== 0 || found.text.length !== words.length || at === undefined || Number.isNaN(at) || at > LAST) throw unreadable();
   return due(at);
 }

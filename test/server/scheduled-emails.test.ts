@@ -90,13 +90,18 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
       ['2030-01-01T10:00:00.999999999-05:30', '2030-01-01T15:30:00.999Z'],
       ['2030-01-01 10:00:00,5', '2030-01-01T10:00:00.500Z'],
       ['2030-01-01T10:00+01', '2030-01-01T09:00:00.000Z'],
+      // Two spaces, a space before the offset, or a month in words: chrono-node read -05:00 as UTC and .5 as 5 ms.
+      ['2030-01-01  09:00-05:00', '2030-01-01T14:00:00.000Z'],
+      ['2030-01-01T09:00:00.5 +01:00', '2030-01-01T08:00:00.500Z'],
+      ['Jan 1 2030 09:00 -05:30', '2030-01-01T14:30:00.000Z'],
+      ['Jan 1 2030 09:00:00.25', '2030-01-01T09:00:00.250Z'],
     ];
     for (const [given, stored] of cases) {
       const id = await schedule('Fraction', given);
       expect((await call('GET', `/emails/${id}`)).body.scheduled_at, given).toBe(stored);
       await call('POST', `/emails/${id}/cancel`);
     }
-    for (const scheduled_at of ['2030-02-30T10:00:00Z', '2030-13-01T10:00:00Z', '2030-01-01T24:00:00Z', '2030-01-01T10:00:60Z']) {
+    for (const scheduled_at of ['2030-02-30T10:00:00Z', '2030-13-01T10:00:00Z', '2030-01-01T24:00:00Z', '2030-01-01T10:00:60Z', '2030-13-08  00:07', '2030-01-01  09:00+05:99', 'Jan 1 2030 09:00 -00:75']) {
       const refused = await call('POST', '/emails', { from: 'news@acme.dev', to: 'r@example.com', subject: 's', text: 't', scheduled_at });
       expect(refused, scheduled_at).toMatchObject({ status: 422, body: { name: 'invalid_parameter' } });
     }
