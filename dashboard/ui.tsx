@@ -1,7 +1,7 @@
 // The pieces every page is made of. Each form control has a visible label naming its field, actions
 // are buttons with words, an API error is shown next to its form, and a list shows that it is loading.
-import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { createContext, type ComponentChildren } from 'preact';
+import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { MailroomError } from './api.ts';
 import { Link, navigate, takeArrival, useLocation } from './router.tsx';
 
@@ -16,15 +16,23 @@ interface InputProps {
   readOnly?: boolean;
 }
 
+/**
+ * Whether the form around a control is being submitted. Its controls then take no input (read-only,
+ * keeping the focus), so that nothing typed meanwhile is lost when the answer clears the form or
+ * shows what was saved.
+ */
+const Submitting = createContext(false);
+
 /** A labelled text input; `onValue` gets the new text on every keystroke. A hint is described, not part of the label. */
 export function TextField({ label, value, onValue, hint, ...input }: { label: string; value: string; onValue: (value: string) => void; hint?: string } & InputProps) {
   const id = useId();
+  const submitting = useContext(Submitting);
   return (
     <div class="field">
       <label class="field-label" for={id}>
         {label}
       </label>
-      <input {...input} id={id} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      <input {...input} readOnly={input.readOnly || submitting} id={id} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
       {hint && (
         <span class="field-hint" id={`${id}-hint`}>
           {hint}
@@ -36,12 +44,13 @@ export function TextField({ label, value, onValue, hint, ...input }: { label: st
 
 export function TextArea({ label, value, onValue, rows = 8, hint }: { label: string; value: string; onValue: (value: string) => void; rows?: number; hint?: string }) {
   const id = useId();
+  const submitting = useContext(Submitting);
   return (
     <div class="field">
       <label class="field-label" for={id}>
         {label}
       </label>
-      <textarea id={id} rows={rows} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
+      <textarea id={id} rows={rows} readOnly={submitting} value={value} onInput={(event) => onValue(event.currentTarget.value)} aria-describedby={hint ? `${id}-hint` : undefined} />
       {hint && (
         <span class="field-hint" id={`${id}-hint`}>
           {hint}
@@ -53,12 +62,23 @@ export function TextArea({ label, value, onValue, rows = 8, hint }: { label: str
 
 export function Select({ label, value, onValue, options, required }: { label: string; value: string; onValue: (value: string) => void; options: { value: string; label: string }[]; required?: boolean }) {
   const id = useId();
+  const submitting = useContext(Submitting);
   return (
     <div class="field">
       <label class="field-label" for={id}>
         {label}
       </label>
-      <select id={id} value={value} required={required} onChange={(event) => onValue(event.currentTarget.value)}>
+      <select
+        id={id}
+        value={value}
+        required={required}
+        aria-readonly={submitting || undefined}
+        onChange={(event) => {
+          // A select has no read-only state: the choice made meanwhile is put back.
+          if (submitting) event.currentTarget.value = value;
+          else onValue(event.currentTarget.value);
+        }}
+      >
         {options.map((option) => (
           <option key={option.value} value={option.value}>
             {option.label}
@@ -71,9 +91,17 @@ export function Select({ label, value, onValue, options, required }: { label: st
 
 export function Checkbox({ label, checked, onValue }: { label: string; checked: boolean; onValue: (checked: boolean) => void }) {
   const id = useId();
+  const submitting = useContext(Submitting);
   return (
     <div class="field field-inline">
-      <input id={id} type="checkbox" checked={checked} onChange={(event) => onValue(event.currentTarget.checked)} />
+      <input
+        id={id}
+        type="checkbox"
+        checked={checked}
+        aria-readonly={submitting || undefined}
+        onClick={(event) => submitting && event.preventDefault()}
+        onChange={(event) => onValue(event.currentTarget.checked)}
+      />
       <label class="field-label" for={id}>
         {label}
       </label>
@@ -117,7 +145,7 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown
         void run();
       }}
     >
-      {children}
+      <Submitting.Provider value={busy}>{children}</Submitting.Provider>
     </form>
   );
 }
@@ -125,8 +153,20 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown
 /** A button that calls the API, its action run one at a time as a Form's: "Rotate secret" rotates once, however clicked. */
 export function ActionButton({ onClick, children, ...rest }: { onClick: () => unknown; children: ComponentChildren; class?: string; disabled?: boolean; 'aria-label'?: string }) {
   const [busy, run] = useOneAtATime(onClick);
+  const button = useRef<HTMLButtonElement>(null);
+  // Removed with the focus on it (its row deleted), it would leave the focus nowhere, and a keyboard
+  // at the top of the page: the page's heading takes it.
+  useEffect(() => {
+    const element = button.current;
+    return () => {
+      if (document.activeElement !== element) return;
+      setTimeout(() => {
+        if (document.activeElement === document.body || !document.activeElement) document.querySelector<HTMLElement>('main h1')?.focus();
+      });
+    };
+  }, []);
   return (
-    <button type="button" {...rest} aria-busy={busy} onClick={() => void run()}>
+    <button type="button" {...rest} ref={button} aria-busy={busy} onClick={() => void run()}>
       {children}
     </button>
   );

@@ -193,6 +193,34 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     expect((await api('GET', `/contacts/${existing.id}`)).first_name).toBe('Ada');
   });
 
+  it('takes no typing while a form is being sent, so that its answer cannot wipe out what was typed meanwhile', async () => {
+    const page = await open('/contacts');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route(`${server.url}/contacts`, async (route) => {
+      if (route.request().method() === 'POST') await held;
+      await route.continue();
+    });
+    const form = page.getByRole('form', { name: 'New contact' });
+    await form.getByLabel('Email').fill('typed-while-sending@acme.dev');
+    await form.getByRole('button', { name: 'Create contact' }).click();
+    await expect.poll(() => form.getAttribute('aria-busy')).toBe('true');
+    // The next contact, begun while the first is on its way: before, it was taken, then cleared with the form.
+    await form.getByLabel('First name').focus();
+    await page.keyboard.type('Second');
+    await form.getByLabel('Unsubscribed').click({ force: true });
+    expect(await form.getByLabel('First name').inputValue()).toBe('');
+    expect(await form.getByLabel('Unsubscribed').isChecked()).toBe(false);
+    release();
+    await expect.poll(() => form.getAttribute('aria-busy')).toBe('false');
+    await form.getByLabel('First name').fill('Editable again');
+    expect(await form.getByLabel('First name').inputValue()).toBe('Editable again');
+    const created = (await api('GET', '/contacts/typed-while-sending@acme.dev')) as { first_name?: string | null; unsubscribed: boolean };
+    expect(created.first_name ?? null).toBeNull();
+    expect(created.unsubscribed).toBe(false);
+    await page.unroute(`${server.url}/contacts`);
+  });
+
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
     const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
     const first = await api('POST', '/segments', { name: 'Choice one' });
