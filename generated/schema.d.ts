@@ -3528,13 +3528,16 @@ export interface components {
                 "text/html": components["schemas"]["UnsubscribeHtml"];
             };
         };
-        /** @description The link was not made by this server, was changed, or names a contact that no longer exists. */
+        /** @description The link was not made by this server, was changed, or names a contact that no longer exists. A browser, which asks for HTML first, gets a page saying so. */
         UnsubscribeLinkNotFound: {
             headers: {
+                /** @description The answer depends on what the client accepts. */
+                Vary?: "Accept";
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+                "text/html": components["schemas"]["UnsubscribeHtml"];
             };
         };
         /** @description The body is neither a URL-encoded form nor a multipart form. */

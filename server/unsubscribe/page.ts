@@ -97,3 +97,14 @@ export function savedPage(recorded: SubscribedTopic[], unsubscribed: boolean): s
   const note = unsubscribed ? `<p>You are still unsubscribed from <strong>${EVERYTHING}</strong>, so you get none of them.</p>` : '';
   return page('Choices saved', `<h1>Your choices are saved</h1>${list}${note}${BACK}`);
 }
+
+/**
+ * The answer to a browser whose link is not found (cut short by a mail client, changed, or naming a
+ * contact deleted since): a page saying so, rather than the API's JSON error.
+ */
+export function linkNotFoundPage(): string {
+  return page(
+    'Link not found',
+    '<h1>This unsubscribe link does not work</h1><p>It may have been cut short or changed on its way to you, or it is for an address that is no longer on our list.</p><p>Open the link again from the email itself, or reply to the email to ask to be removed.</p>',
+  );
+}

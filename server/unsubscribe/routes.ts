@@ -8,12 +8,12 @@ import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
 import type { OpenApiDocument } from '../contract.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
-import { invalid, notFound } from '../errors.ts';
+import { ApiError, invalid, notFound } from '../errors.ts';
 import type { Store } from '../store/index.ts';
 import { NotFound } from '../store/missing.ts';
 import { UUID_FORM } from '../store/timeOrderedId.ts';
 import type { TopicChoice } from '../store/topics.ts';
-import { ACTION_FIELD, askPage, donePage, goneTopicPage, savedPage, TOPIC_FIELD_PREFIX } from './page.ts';
+import { ACTION_FIELD, askPage, donePage, goneTopicPage, linkNotFoundPage, savedPage, TOPIC_FIELD_PREFIX } from './page.ts';
 import type { Handlers } from '../operationRouter.ts';
 
 const PAGE_HEADERS = {
@@ -56,7 +56,24 @@ export function unsubscribeHandlers(spec: OpenApiDocument, store: Store, tokens:
     return contact;
   };
 
-  const send = (res: Response, html: string) => res.status(200).set(PAGE_HEADERS).type('html').send(html);
+  const send = (res: Response, html: string, status = 200) => res.status(status).set(PAGE_HEADERS).set('Vary', 'Accept').type('html').send(html);
+  /**
+   * A person follows the link in a browser, which asks for HTML before anything else: a link not found
+   * answers it with a page. Mail clients' one-click posts and API clients get the JSON error.
+   */
+  const asPage =
+    <P,>(handler: RequestHandler<P, unknown, Form | undefined>): RequestHandler<P, unknown, Form | undefined> =>
+    async (req, res, next) => {
+      try {
+        await handler(req, res, next);
+      } catch (error) {
+        const linkNotFound = error instanceof ApiError && error.statusCode === 404;
+        if (!linkNotFound) throw error;
+        res.set('Vary', 'Accept');
+        if (req.accepts(['json', 'html']) !== 'html') throw error;
+        send(res, linkNotFoundPage(), 404);
+      }
+    };
 
   const getUnsubscribePage: RequestHandler<PathParams<'getUnsubscribePage'>> = async (req, res) => {
     const target = targetOf(req.params.token);
@@ -92,7 +109,7 @@ export function unsubscribeHandlers(spec: OpenApiDocument, store: Store, tokens:
     }
   };
 
-  return { getUnsubscribePage, unsubscribeOneClick };
+  return { getUnsubscribePage: asPage(getUnsubscribePage), unsubscribeOneClick: asPage(unsubscribeOneClick) };
 }
 
 /**

@@ -78,4 +78,24 @@ describe.skipIf(!chromiumPresent)('the unsubscribe page in Chromium', () => {
     expect(complaints).toEqual([]);
     await page.context().close();
   });
+
+  it('says in a page, not in JSON, that a link cut short or for a contact deleted since does not work', async () => {
+    const reader = (await api('POST', '/contacts', { email: `cut-${randomUUID()}@example.com` })).id;
+    const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'broadcast', id: randomUUID() })}`;
+    for (const broken of [url.slice(0, -5), url]) {
+      if (broken === url) await api('DELETE', `/contacts/${reader}`);
+      const { page, complaints } = await open(broken, 375);
+      await page.getByRole('heading', { level: 1, name: 'This unsubscribe link does not work' }).waitFor();
+      expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+      expect(complaints.filter((complaint) => !complaint.includes('404'))).toEqual([]);
+      await page.context().close();
+    }
+    // Code asking for JSON, or for anything, still gets the API's error.
+    for (const accept of ['application/json', '*/*']) {
+      const res = await fetch(url, { headers: { accept } });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('vary')).toMatch(/Accept/);
+      expect(await res.json()).toMatchObject({ name: 'not_found', message: 'Unsubscribe link not found' });
+    }
+  });
 });
