@@ -2479,6 +2479,8 @@ export interface components {
             text: string | null;
             /** @description The variables the template declares. */
             variables: components["schemas"]["TemplateVariable"][];
+            /** @description Whether the content shown has changes not yet published. Sends use the published version until the next publish. */
+            has_unpublished_versions: boolean;
             created_at: components["schemas"]["Timestamp"];
             updated_at: components["schemas"]["Timestamp"];
             published_at: components["schemas"]["Timestamp"] | null;

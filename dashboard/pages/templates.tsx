@@ -158,7 +158,7 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
           <>
             {' '}
             · published <When iso={template.published_at} />
-            {template.updated_at > template.published_at && ', with changes since: publish again to send them'}
+            {template.has_unpublished_versions && ', with changes since: publish again to send them'}
           </>
         )}
       </p>

@@ -85,9 +85,7 @@ export function templateHandlers(store: Store): Handlers {
   const publishTemplate: OperationHandler<'publishTemplate'> = async (req, res) => {
     const record = await store.templates.find(req.params.template_id);
     if (!record) throw notFound('Template');
-    const { from, subject, reply_to, html, text, variables } = toTemplate(record);
-    const published: PublishedTemplate = { from, subject, reply_to, html, text, variables };
-    await store.templates.publish(record.id, JSON.stringify(published), new Date().toISOString());
+    await store.templates.publish(record.id, JSON.stringify(draftOf(record)), new Date().toISOString());
     res.json({ object: 'template', id: record.id });
   };
 
@@ -121,19 +119,29 @@ function toSummary({ id, name, alias, status, created_at, updated_at, published_
   return { object: 'template', id, name, alias, status, created_at, updated_at, published_at };
 }
 
-function toTemplate(record: TemplateRecord): Schemas['Template'] {
+/** The draft's content, as a publish keeps it for sends. */
+function draftOf(record: TemplateRecord): PublishedTemplate {
   return {
-    object: 'template',
-    id: record.id,
-    name: record.name,
-    alias: record.alias,
-    status: record.status,
     from: record.from_address,
     subject: record.subject,
     reply_to: record.reply_to === null ? null : JSON.parse(record.reply_to),
     html: record.html,
     text: record.text,
     variables: JSON.parse(record.variables),
+  };
+}
+
+function toTemplate(record: TemplateRecord): Schemas['Template'] {
+  const draft = draftOf(record);
+  return {
+    object: 'template',
+    id: record.id,
+    name: record.name,
+    alias: record.alias,
+    status: record.status,
+    ...draft,
+    // What sends use is the published version, kept as the draft was at the last publish.
+    has_unpublished_versions: record.published !== null && record.published !== JSON.stringify(draft),
     created_at: record.created_at,
     updated_at: record.updated_at,
     published_at: record.published_at,

@@ -33,14 +33,24 @@ describe.each(backends)('templates on %s', (backend) => {
 
   it('updates the draft while sends keep the published version until it is published again', async () => {
     const id = await create('welcome', { alias: `welcome-${backend}`, subject: 'Hi {{{NAME|there}}}', from: 'hello@acme.dev', variables: [{ key: 'NAME', type: 'string' }] });
+    const unpublished = async () => (await call('GET', `/templates/${id}`)).body.has_unpublished_versions;
+    expect(await unpublished()).toBe(false); // a draft never published has no published version to differ from
     await call('POST', `/templates/${id}/publish`);
+    expect(await unpublished()).toBe(false);
     expect(await call('PATCH', `/templates/welcome-${backend}`, { subject: 'Hello {{{NAME|there}}}', html: '<p>New</p>' })).toEqual({ status: 200, body: { object: 'template', id } });
     const got = (await call('GET', `/templates/${id}`)).body;
-    expect([got.subject, got.html, got.status]).toEqual(['Hello {{{NAME|there}}}', '<p>New</p>', 'published']);
+    // The draft is shown, and said to differ from what sends use.
+    expect([got.subject, got.html, got.status, got.has_unpublished_versions]).toEqual(['Hello {{{NAME|there}}}', '<p>New</p>', 'published', true]);
     const send = async () => (await call('POST', '/emails', { to: 'ann@example.com', template: { id, variables: { NAME: 'Ann' } } })).body.id as string;
     expect((await call('GET', `/emails/${await send()}`)).body).toMatchObject({ subject: 'Hi Ann', html: '<p>welcome</p>' });
     await call('POST', `/templates/${id}/publish`);
+    expect(await unpublished()).toBe(false);
     expect((await call('GET', `/emails/${await send()}`)).body).toMatchObject({ subject: 'Hello Ann', html: '<p>New</p>' });
+    // A change that puts back what was published leaves nothing unpublished.
+    await call('PATCH', `/templates/${id}`, { html: '<p>Newer</p>' });
+    expect(await unpublished()).toBe(true);
+    await call('PATCH', `/templates/${id}`, { html: '<p>New</p>' });
+    expect(await unpublished()).toBe(false);
   });
 
   it('clears an optional field with null, refuses a taken alias, a bad address and an unknown template', async () => {
