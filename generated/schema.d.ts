@@ -2150,7 +2150,7 @@ export interface components {
          * @enum {string}
          */
         EmailEvent: "queued" | "scheduled" | "sent" | "delivered" | "delivery_delayed" | "bounced" | "complained" | "failed" | "suppressed" | "canceled";
-        /** @description An email as the list shows it, without its bodies, headers or tags; a broadcast's email shows the broadcast's subject before personalizing. */
+        /** @description An email as the list shows it, without its bodies, headers or tags; a broadcast's email shows its subject personalized for its contact, as the email itself does. */
         EmailSummary: {
             id: components["schemas"]["Uuid"];
             from: components["schemas"]["Mailbox"];

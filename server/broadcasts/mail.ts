@@ -5,7 +5,7 @@
 import type { EmailRecord } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import type { RecipientContact } from '../store/recipients.ts';
-import { personalize, SendingBroadcasts, type Personalized, type Recipient, type SendingBroadcast } from './personalize.ts';
+import { personalize, personalizeSubject, SendingBroadcasts, type Personalized, type Recipient, type SendingBroadcast } from './personalize.ts';
 import { unsubscribeUrl, type UnsubscribeTarget, type UnsubscribeTokens } from './unsubscribeToken.ts';
 
 /** What unsubscribe URLs are made of: the signing tokens and the server's public URL. */
@@ -82,12 +82,36 @@ export class BroadcastMail {
     const broadcast = (await this.sending([email.broadcast_id!])).get(email.broadcast_id!);
     if (!broadcast) return undefined;
     const contact = (await this.store.recipients.contacts([email.contact_id])).get(email.contact_id);
-    const recipient = contact ? recipientOf(contact) : { email: (JSON.parse(email.to_addresses) as string[])[0] ?? '', first_name: null, last_name: null, properties: {} };
     try {
-      return personalize(broadcast.prepared, recipient, this.url(email, broadcast));
+      return personalize(broadcast.prepared, readingRecipient(email, contact), this.url(email, broadcast));
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The subjects of a page of the email log, broadcast emails' personalized as forReading's, by email
+   * id: each broadcast read once (then from the cache), the page's contacts in one query. An email not
+   * of a broadcast, or whose broadcast is gone, is not in the map.
+   */
+  async subjectsForReading(emails: Pick<EmailRecord, 'id' | 'broadcast_id' | 'contact_id' | 'to_addresses'>[]): Promise<Map<string, string>> {
+    const ours = emails.filter((email) => email.broadcast_id !== null && email.contact_id !== null);
+    const subjects = new Map<string, string>();
+    if (ours.length === 0) return subjects;
+    const broadcasts = await this.sending(ours.map((email) => email.broadcast_id!));
+    const contacts = await this.store.recipients.contacts([...new Set(ours.map((email) => email.contact_id!))]);
+    for (const email of ours) {
+      const broadcast = broadcasts.get(email.broadcast_id!);
+      if (!broadcast) continue;
+      // The link is made (a signature) only for a subject that shows it.
+      const url = broadcast.prepared.subject.some((part) => typeof part !== 'string' && part.name === 'RESEND_UNSUBSCRIBE_URL') ? this.url(email, broadcast) : '';
+      try {
+        subjects.set(email.id, personalizeSubject(broadcast.prepared, readingRecipient(email, contacts.get(email.contact_id!)), url));
+      } catch {
+        // Too long once personalized: the stored subject stands.
+      }
+    }
+    return subjects;
   }
 
   /** The email as it is sent: the personalized content, and the unsubscribe headers. */
@@ -99,7 +123,7 @@ export class BroadcastMail {
     return { ...email, subject, html, text: text ?? '', headers: JSON.stringify(headers) };
   }
 
-  private url(email: EmailRecord, broadcast: SendingBroadcast): string {
+  private url(email: Pick<EmailRecord, 'contact_id'>, broadcast: SendingBroadcast): string {
     const target: UnsubscribeTarget = broadcast.topic_id
       ? { contactId: email.contact_id!, scope: 'topic', id: broadcast.topic_id }
       : { contactId: email.contact_id!, scope: 'broadcast', id: broadcast.id };
@@ -120,6 +144,11 @@ export class BroadcastMail {
     }
     return found;
   }
+}
+
+/** Who a broadcast email reads as addressed to: its contact, or once the contact is gone, its address alone. */
+function readingRecipient(email: Pick<EmailRecord, 'to_addresses'>, contact: RecipientContact | undefined): Recipient {
+  return contact ? recipientOf(contact) : { email: (JSON.parse(email.to_addresses) as string[])[0] ?? '', first_name: null, last_name: null, properties: {} };
 }
 
 function recipientOf(contact: RecipientContact): Recipient {

@@ -12,7 +12,7 @@ import { plainText } from '../delivery/message.ts';
 import { escapeHtml, type Placeholder } from '../templates/render.ts';
 import { parseParts, type Part, type PreparedBroadcast } from './placeholders.ts';
 
-export { personalize, PersonalizedTooLong, type Personalized, type PreparedBroadcast, type Recipient } from './placeholders.ts';
+export { personalize, personalizeSubject, PersonalizedTooLong, type Personalized, type PreparedBroadcast, type Recipient } from './placeholders.ts';
 
 // Private-use characters around a placeholder's index stand in for it while html-to-text runs: they
 // are not whitespace (so lines never wrap inside them) and have no case (headings are upper-cased).

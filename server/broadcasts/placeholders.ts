@@ -41,11 +41,16 @@ export const parseParts = (source: string): Part[] => parseTemplate(source, { do
 export function personalize(prepared: PreparedBroadcast, recipient: Recipient, unsubscribeUrl: string): Personalized {
   const value = (name: string) => valueOf(name, recipient, unsubscribeUrl);
   return {
-    // One line: a value holding a line break or control character must not break the header.
-    subject: join(prepared.subject, (name) => value(name)?.replace(/[\x00-\x08\x0A-\x1F\x7F]+/g, ' ')),
+    subject: personalizeSubject(prepared, recipient, unsubscribeUrl),
     html: prepared.html && join(prepared.html, (name) => value(name), escapeHtml),
     text: prepared.text && join(prepared.text, value),
   };
+}
+
+/** The subject alone, as a list of emails shows it. */
+export function personalizeSubject(prepared: PreparedBroadcast, recipient: Recipient, unsubscribeUrl: string): string {
+  // One line: a value holding a line break or control character must not break the header.
+  return join(prepared.subject, (name) => valueOf(name, recipient, unsubscribeUrl)?.replace(/[\x00-\x08\x0A-\x1F\x7F]+/g, ' '));
 }
 
 function join(parts: Part[], value: (name: string) => string | undefined, escape: (s: string) => string = (s) => s): string {

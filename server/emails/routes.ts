@@ -1,7 +1,7 @@
 // Emails: send one (now or at `scheduled_at`), send a batch, list them, retrieve one with its last
 // delivery event, and its events; reschedule or cancel a scheduled one. A broadcast's email keeps no
 // body of its own: it reads back with the broadcast's content personalized for its contact (the list
-// shows the stored subject, so that a page costs one query).
+// personalizes the subject alone).
 import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
@@ -56,7 +56,8 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attach
   const listEmails: OperationHandler<'listEmails'> = async (req, res) => {
     const { limit = DEFAULT_PAGE, last_event } = req.query;
     const page = await listing('email', () => store.emails.page(limit, cursorOf(req.query), last_event));
-    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toEmailSummary) });
+    const subjects = await broadcastMail.subjectsForReading(page.records);
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map((record) => toEmailSummary(record, subjects.get(record.id))) });
   };
 
   // Only the capture store keeps the message as it was delivered; a relay's copy is the relay's.
@@ -102,13 +103,13 @@ function scheduleRefused(refusal: ScheduleRefusal, move: 'rescheduled' | 'cancel
   }
 }
 
-function toEmailSummary(record: ListedEmail): Schemas['EmailSummary'] {
+function toEmailSummary(record: ListedEmail, personalizedSubject: string | undefined): Schemas['EmailSummary'] {
   const list = (json: string | null) => (json === null ? null : JSON.parse(json));
   return {
     id: record.id,
     from: record.from_address,
     to: JSON.parse(record.to_addresses),
-    subject: record.subject,
+    subject: personalizedSubject ?? record.subject,
     cc: list(record.cc),
     bcc: list(record.bcc),
     reply_to: list(record.reply_to),

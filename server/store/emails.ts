@@ -24,8 +24,8 @@ const LISTED_ATTACHMENT = ['id', 'email_id', 'position', 'filename', 'content_ty
 /** An attachment without its content. */
 export type ListedAttachment = Pick<EmailAttachment, (typeof LISTED_ATTACHMENT)[number]>;
 export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
-/** What the email list shows: no bodies, so that a page of broadcast emails costs no personalizing. */
-const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id'] as const;
+/** What the email list shows: no bodies, so that a page of broadcast emails personalizes only their subjects. */
+const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id', 'broadcast_id', 'contact_id'] as const;
 export type ListedEmail = Pick<EmailRecord, (typeof LISTED)[number]>;
 /** What an outcome other than sending changes in the email's row. */
 type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<Selectable<EmailTable>, 'next_attempt_at' | 'deferred_recipients'>>;

@@ -117,6 +117,19 @@ describe.each(backends)('a broadcast delivered on %s', (backend) => {
       expect(url.startsWith(`${server.url}/unsubscribe/`)).toBe(true);
       expect(message.mail.html).toContain(url.replace(/&/g, '&amp;'));
     }
+    // The email log shows each subject as it was sent, as each email does, not the broadcast's placeholders.
+    const listed: { to: string[]; subject: string }[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = await api('GET', `/emails?limit=100${after ? `&after=${after}` : ''}`);
+      listed.push(...page.data);
+      if (!page.has_more) break;
+      after = page.data.at(-1).id;
+    }
+    expect(listed).toHaveLength(eligible.length);
+    for (const email of listed) {
+      const i = Number(/reader(\d+)@/.exec(email.to[0]!)![1]);
+      expect(email.subject, email.to[0]).toBe(`Hi ${named(i) ? `Reader${i}` : 'there'}`);
+    }
   }, 120_000);
 
   it('takes a reader off the topic by one-click POST, not by GET, and the next broadcast skips them', async () => {
