@@ -29,7 +29,9 @@ const STYLE =
   'body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:3rem 1rem;color:#1a1a1a;background:#f6f6f6}main{max-width:28rem;margin:auto;padding:2rem;background:#fff;border-radius:8px}h1{font-size:1.4rem;margin-top:0}button{font:inherit;padding:.6rem 1.2rem;border:0;border-radius:6px;background:#1a1a1a;color:#fff;cursor:pointer}' +
   'h2{font-size:1.1rem;margin-top:2rem}fieldset{border:1px solid #ddd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}legend{font-weight:600}fieldset p{margin:0 0 .5rem;color:#555}label{display:inline-block;margin-right:1.2rem}button+button{margin-left:.5rem}button.other{background:#fff;color:#1a1a1a;border:1px solid #1a1a1a}' +
   // A topic's name or description without spaces, as long as the API allows, wraps within the page.
-  'main{overflow-wrap:anywhere}fieldset{min-width:0}';
+  'main{overflow-wrap:anywhere}fieldset{min-width:0}' +
+  // The browser's own focus ring is black on the black buttons; buttons that wrap keep a gap between them.
+  ':focus-visible{outline:3px solid #2563eb;outline-offset:2px}button{margin:0 .5rem .5rem 0}button+button{margin-left:0}';
 
 const EVERYTHING = 'all our emails';
 const what = (leaving: Leaving) => (leaving === 'everything' ? EVERYTHING : escapeHtml(leaving.topic));
@@ -42,7 +44,7 @@ function page(title: string, body: string): string {
 
 /** The form a mail client's one-click unsubscribe sends too (RFC 8058): the link's own unsubscribe. */
 const oneClick = (label: string) =>
-  `<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">${label}</button></form>`;
+  `<form method="post" autocomplete="off"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">${label}</button></form>`;
 
 function topicChoice({ id, name, description, subscription }: SubscribedTopic): string {
   const field = escapeHtml(TOPIC_FIELD_PREFIX + id);
@@ -74,7 +76,7 @@ export function askPage({ link, unsubscribed, topics, more }: Standing): string 
   if (buttons.length === 0) return page('Unsubscribe', parts.join(''));
   const heading = topics.length > 0 ? '<h2>Choose what you receive</h2>' : '';
   const rest = more ? `<p>Some topics are not shown here; unsubscribing from ${EVERYTHING} covers them too.</p>` : '';
-  parts.push(`${heading}<form method="post">${topics.map(topicChoice).join('')}${rest}${buttons.join('')}</form>`);
+  parts.push(`${heading}<form method="post" autocomplete="off">${topics.map(topicChoice).join('')}${rest}${buttons.join('')}</form>`);
   return page('Unsubscribe', parts.join(''));
 }
 
@@ -86,7 +88,7 @@ export function donePage(leaving: Leaving): string {
 export function goneTopicPage(): string {
   return page(
     'Unsubscribed',
-    `<h1>You are unsubscribed</h1><p>The topic this link was for no longer exists: you will get no more of its emails.</p><form method="post"><button type="submit" name="${ACTION_FIELD}" value="everything">Unsubscribe from ${EVERYTHING}</button></form>${BACK}`,
+    `<h1>You are unsubscribed</h1><p>The topic this link was for no longer exists: you will get no more of its emails.</p><form method="post" autocomplete="off"><button type="submit" name="${ACTION_FIELD}" value="everything">Unsubscribe from ${EVERYTHING}</button></form>${BACK}`,
   );
 }
 

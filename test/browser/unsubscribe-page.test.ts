@@ -79,6 +79,34 @@ describe.skipIf(!chromiumPresent)('the unsubscribe page in Chromium', () => {
     await page.context().close();
   });
 
+  it('shows the choices as they now are on Back after unsubscribing, so that saving again does not undo it', async () => {
+    const news = (await api('POST', '/topics', { name: 'News', default_subscription: 'opt_in', visibility: 'public' })).id;
+    const reader = (await api('POST', '/contacts', { email: `back-${randomUUID()}@example.com` })).id;
+    const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'topic', id: news })}`;
+    const { page, complaints } = await open(url);
+    await page.getByRole('button', { name: /^Unsubscribe$/ }).click();
+    await page.getByRole('heading', { name: 'You are unsubscribed' }).waitFor();
+    expect(await choice(reader, news)).toBe('opt_out');
+    await page.goBack();
+    const group = page.getByRole('group', { name: 'News', exact: true });
+    await group.waitFor();
+    // Before, the browser put back the form as it was left: "Send me these", which Save then recorded.
+    expect(await group.getByLabel('Stop these').isChecked()).toBe(true);
+    await page.getByRole('button', { name: 'Save my choices' }).click();
+    await page.getByRole('heading', { name: 'Your choices are saved' }).waitFor();
+    expect(await choice(reader, news)).toBe('opt_out');
+    // The buttons show where the keyboard is: an outline other than the button's own colour.
+    await page.keyboard.press('Tab');
+    const outline = await page.evaluate(() => {
+      const style = getComputedStyle(document.activeElement!);
+      return { tag: document.activeElement!.tagName, outline: `${style.outlineStyle} ${style.outlineColor}` };
+    });
+    expect(outline.tag).toBe('A');
+    expect(outline.outline).toBe('solid rgb(37, 99, 235)');
+    expect(complaints).toEqual([]);
+    await page.context().close();
+  });
+
   it('says in a page, not in JSON, that a link cut short or for a contact deleted since does not work', async () => {
     const reader = (await api('POST', '/contacts', { email: `cut-${randomUUID()}@example.com` })).id;
     const url = `${server.url}/unsubscribe/${server.links.tokens.sign({ contactId: reader, scope: 'broadcast', id: randomUUID() })}`;
