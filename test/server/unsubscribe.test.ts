@@ -143,7 +143,7 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
       expect(res.headers.get('referrer-policy')).toBe('no-referrer');
       const page = await res.text();
       expect(page).toContain('Product &lt;updates&gt;');
-      expect(page).toMatch(/<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
+      expect(page).toMatch(/<form method="post" autocomplete="off"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
       expect(page).not.toMatch(/<(script|img|link)\b|https?:/);
     }
     const everythingPage = await (await fetch(linkOf(received(everything[0]!.email)!).local)).text();

@@ -12,7 +12,7 @@ type Subscription = 'opt_in' | 'opt_out';
 
 /** What a browser would post from the page's preferences form, with the button pressed. */
 function preferencesForm(html: string, action: 'save' | 'everything'): URLSearchParams {
-  const form = /<form method="post">((?:(?!<\/form>).)*name="action"(?:(?!<\/form>).)*)<\/form>/.exec(html);
+  const form = /<form method="post" autocomplete="off">((?:(?!<\/form>).)*name="action"(?:(?!<\/form>).)*)<\/form>/.exec(html);
   expect(form, 'the preferences form').not.toBeNull();
   const fields = new URLSearchParams();
   for (const [, name, value] of form![1]!.matchAll(/<input type="radio" name="([^"]+)" value="([^"]+)" checked>/g)) fields.append(name!, value!);
@@ -80,7 +80,7 @@ describe.each(backends)('the unsubscribe page as preferences on %s', (backend) =
     expect(everything).toContain('<legend>News &lt;weekly&gt;</legend><p>What we shipped &amp; why.</p>');
     expect(everything).not.toMatch(/Partners|Surveys/);
     // The link's own one-click button is kept, and the form works without script.
-    expect(everything).toMatch(/Stop receiving <strong>all our emails<\/strong>\?<\/p><form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
+    expect(everything).toMatch(/Stop receiving <strong>all our emails<\/strong>\?<\/p><form method="post" autocomplete="off"><input type="hidden" name="List-Unsubscribe" value="One-Click">/);
     expect(everything).not.toMatch(/<(script|img|link)\b|https?:/);
 
     // A private topic's own link shows it first, opted out as the reader is, so it can come back.
