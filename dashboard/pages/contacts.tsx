@@ -15,6 +15,22 @@ type PropertyRow = { key: string; value: string };
 const rowsOf = (properties: Record<string, string>): PropertyRow[] => Object.entries(properties).map(([key, value]) => ({ key, value }));
 const propertiesOf = (rows: PropertyRow[]): Record<string, string> => Object.fromEntries(rows.filter((row) => row.key.trim()).map((row) => [row.key.trim(), row.value]));
 
+/**
+ * Why the rows cannot be saved as they are, or null: a value without a name, or two rows of one name
+ * (as saved, names trimmed), would each lose a value while the page said it was saved.
+ */
+function propertyProblem(rows: PropertyRow[]): MailroomError | null {
+  const problem = (message: string): MailroomError => ({ statusCode: 422, name: 'validation_error', message });
+  const seen = new Set<string>();
+  for (const [index, row] of rows.entries()) {
+    const key = row.key.trim();
+    if (!key && row.value) return problem(`Property ${index + 1} has a value but no name: name it, or remove it.`);
+    if (seen.has(key)) return problem(`Two properties are named “${key}”: a contact has one value per name.`);
+    if (key) seen.add(key);
+  }
+  return null;
+}
+
 /** Key and value rows for a contact's custom properties. */
 function PropertiesEditor({ rows, onRows }: { rows: PropertyRow[]; onRows: (rows: PropertyRow[]) => void }) {
   const change = (index: number, part: Partial<PropertyRow>) => onRows(rows.map((row, i) => (i === index ? { ...row, ...part } : row)));
@@ -76,6 +92,8 @@ function NewContact({ onCreated }: { onCreated: () => void }) {
       aria-labelledby="new-contact"
       onSubmit={async () => {
         setExisting(null);
+        const refused = propertyProblem(rows);
+        if (refused) return setError(refused);
         const { data, error, response } = await client.contacts.create({
           email: email.trim(),
           ...(firstName && { first_name: firstName }),
@@ -181,6 +199,9 @@ function EditContact({ contact, onSaved }: { contact: Contact; onSaved: () => vo
       class="panel"
       aria-labelledby="edit-contact"
       onSubmit={async () => {
+        const refused = propertyProblem(rows);
+        setSaved(false);
+        if (refused) return setError(refused);
         const next = propertiesOf(rows);
         // A property left out keeps its value: the ones removed here are sent as null.
         const removed = Object.fromEntries(Object.keys(contact.properties).filter((key) => !(key in next)).map((key) => [key, null]));

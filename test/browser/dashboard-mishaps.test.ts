@@ -221,6 +221,26 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.unroute(`${server.url}/contacts`);
   });
 
+  it('refuses properties that would not all be saved: two of one name, a value without a name', async () => {
+    const contact = await api('POST', '/contacts', { email: `props-${Date.now()}@acme.dev`, properties: { tier: 'bronze' } });
+    const page = await open(`/contacts/${contact.id}`);
+    const form = page.getByRole('form', { name: 'Details' });
+    await form.getByRole('button', { name: 'Add property' }).click();
+    await form.getByLabel('Property 2 name').fill('tier ');
+    await form.getByLabel('Property 2 value').fill('silver');
+    await form.getByRole('button', { name: 'Save contact' }).click();
+    await form.getByRole('alert').filter({ hasText: 'Two properties are named “tier”' }).waitFor();
+    await form.getByLabel('Property 2 name').fill('');
+    await form.getByRole('button', { name: 'Save contact' }).click();
+    await form.getByRole('alert').filter({ hasText: 'Property 2 has a value but no name' }).waitFor();
+    expect(await form.getByText('Saved.').count()).toBe(0);
+    expect((await api('GET', `/contacts/${contact.id}`)).properties).toEqual({ tier: 'bronze' });
+    await form.getByLabel('Property 2 name').fill('plan');
+    await form.getByRole('button', { name: 'Save contact' }).click();
+    await form.getByText('Saved.').waitFor();
+    expect((await api('GET', `/contacts/${contact.id}`)).properties).toEqual({ tier: 'bronze', plan: 'silver' });
+  });
+
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
     const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
     const first = await api('POST', '/segments', { name: 'Choice one' });
