@@ -89,6 +89,17 @@ export function navigate(to: string, { replace = false } = {}): void {
   }
 }
 
+/**
+ * navigate() for after an answer, taken before asking: it does nothing once the person has moved to
+ * another page meanwhile, where a late answer must not pull them back.
+ */
+export function navigateOnAnswer(): typeof navigate {
+  const from = location.href;
+  return (to, options) => {
+    if (location.href === from) navigate(to, options);
+  };
+}
+
 export function useLocation(): Location {
   const [current, setCurrent] = useState(read);
   useEffect(() => {

@@ -5,7 +5,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { parseParts, personalize, type Recipient } from '../../server/broadcasts/placeholders.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
-import { navigate, useLeaveGuard } from '../router.tsx';
+import { navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, ErrorNote, Form, Link, Loading, MessageFrame, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
 
@@ -74,9 +74,10 @@ function Editor({ broadcast, onChanged }: { broadcast?: Broadcast; onChanged?: (
   async function save() {
     const body = bodyOf(draft, broadcast !== undefined);
     if (!broadcast) {
+      const go = navigateOnAnswer();
       const { data, error } = await client.POST('/broadcasts', { body: { ...body, ...(draft.topic_id && { topic_id: draft.topic_id }) } });
       setError(error ?? null);
-      if (data) navigate(`/broadcasts/${data.id}`, { replace: true });
+      if (data) go(`/broadcasts/${data.id}`, { replace: true });
       return;
     }
     const { error } = await client.PATCH('/broadcasts/{broadcast_id}', { params: { path: { broadcast_id: broadcast.id } }, body: { ...body, topic_id: draft.topic_id || null } });

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
-import { navigate, useLeaveGuard } from '../router.tsx';
+import { navigate, navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, Checkbox, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextField, useCursor, useLoad, When } from '../ui.tsx';
 
@@ -62,8 +62,9 @@ function FindContact() {
       class="panel"
       role="search"
       onSubmit={async () => {
+        const go = navigateOnAnswer();
         const { data, error } = await client.contacts.get(email.trim());
-        if (data) navigate(`/contacts/${data.id}`);
+        if (data) go(`/contacts/${data.id}`);
         else setError(error.statusCode === 404 ? { ...error, message: 'No contact has this address.' } : error);
       }}
     >
@@ -297,9 +298,10 @@ function ContactPage({ id }: Record<string, string>) {
           disabled={!contact.data}
           onClick={async () => {
             if (!confirm(`Delete ${contact.data!.email}? This cannot be undone.`)) return;
+            const go = navigateOnAnswer();
             const { error } = await client.contacts.remove(id!);
             if (error) setError(error);
-            else navigate('/contacts');
+            else go('/contacts');
           }}
         >
           Delete contact

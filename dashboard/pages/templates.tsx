@@ -5,7 +5,7 @@ import { parseTemplate, render, type Values } from '../../server/templates/rende
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import type { Route } from '../route.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
-import { navigate, useLeaveGuard } from '../router.tsx';
+import { navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
 import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, MessageFrame, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
 
@@ -115,9 +115,10 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
     const { alias, from, subject, reply_to, text, ...rest } = bodyOf(draft);
     if (!template) {
       const given = { ...rest, ...(alias && { alias }), ...(from && { from }), ...(subject && { subject }), ...(reply_to && { reply_to }), ...(text && { text }) };
+      const go = navigateOnAnswer();
       const { data, error } = await client.templates.create(given);
       setError(error ?? null);
-      if (data) navigate(`/templates/${data.id}`, { replace: true });
+      if (data) go(`/templates/${data.id}`, { replace: true });
       return;
     }
     const { error } = await client.PATCH('/templates/{template_id}', { params: { path: { template_id: template.id } }, body: { ...rest, alias, from, subject, reply_to, text } });
@@ -143,10 +144,11 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
         {template && (
           <ActionButton
             class="danger"
-            onClick={() =>
-              confirm(`Delete the template “${template.name}”? Emails already sent from it are not affected.`) &&
-              act(() => client.DELETE('/templates/{template_id}', { params: { path: { template_id: template.id } } }), () => navigate('/templates'))
-            }
+            onClick={() => {
+              if (!confirm(`Delete the template “${template.name}”? Emails already sent from it are not affected.`)) return;
+              const go = navigateOnAnswer();
+              return act(() => client.DELETE('/templates/{template_id}', { params: { path: { template_id: template.id } } }), () => go('/templates'));
+            }}
           >
             Delete template
           </ActionButton>

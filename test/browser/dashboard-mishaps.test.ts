@@ -241,6 +241,31 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     expect((await api('GET', `/contacts/${contact.id}`)).properties).toEqual({ tier: 'bronze', plan: 'silver' });
   });
 
+  it('stays on the page a person moved to when a search they left answers late', async () => {
+    const email = `late-${Date.now()}@acme.dev`;
+    await api('POST', '/contacts', { email });
+    const page = await open('/contacts');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked = false;
+    await page.route(`${server.url}/contacts/${encodeURIComponent(email)}`, async (route) => {
+      asked = true;
+      await held;
+      await route.continue();
+    });
+    await page.getByRole('search').getByLabel('Email address').fill(email);
+    await page.getByRole('search').getByRole('button', { name: 'Find' }).click();
+    await expect.poll(() => asked).toBe(true);
+    await page.getByRole('link', { name: 'Topics' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Topics' }).waitFor();
+    release();
+    const answered = page.waitForResponse((response) => response.url().endsWith(encodeURIComponent(email)));
+    await answered;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(new URL(page.url()).pathname).toBe('/dashboard/topics');
+    await page.unrouteAll();
+  });
+
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
     const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
     const first = await api('POST', '/segments', { name: 'Choice one' });
