@@ -258,19 +258,35 @@ export interface Loaded<T> {
   reload(): void;
 }
 
-/** Runs `load` when the page opens and whenever `deps` change; a slower, older answer never overwrites a newer one. */
+/** The waits before reading again what could not be read for a while (the server or its database unreachable): 2 s, doubling, to 30 s. */
+const RETRY_FIRST_MS = 2000;
+const RETRY_LONGEST_MS = 30_000;
+
+/**
+ * Runs `load` when the page opens and whenever `deps` change; a slower, older answer never overwrites a
+ * newer one. An answer that says to try again later (503: the server, or its database, out of reach)
+ * is tried again while the page is shown, so that a page opened during an outage fills in once it ends.
+ */
 export function useLoad<T>(load: () => Promise<Outcome<T>>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: MailroomError; loading: boolean }>({ loading: true });
   const [generation, setGeneration] = useState(0);
+  const retries = useRef(0);
   useEffect(() => {
     let current = true;
+    let retry: ReturnType<typeof setTimeout> | undefined;
     setState((previous) => ({ ...previous, loading: true }));
     load().then(
-      (outcome) => current && setState({ data: outcome.data, error: outcome.error, loading: false }),
+      (outcome) => {
+        if (!current) return;
+        setState({ data: outcome.data, error: outcome.error, loading: false });
+        if (outcome.error?.statusCode !== 503) return void (retries.current = 0);
+        retry = setTimeout(() => setGeneration((n) => n + 1), Math.min(RETRY_FIRST_MS * 2 ** retries.current++, RETRY_LONGEST_MS));
+      },
       (error: Error) => current && setState({ error: { statusCode: 500, name: 'internal_server_error', message: error.message }, loading: false }),
     );
     return () => {
       current = false;
+      clearTimeout(retry);
     };
   }, [...deps, generation]);
   const reload = useCallback(() => setGeneration((n) => n + 1), []);

@@ -266,6 +266,19 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.unrouteAll();
   });
 
+  it('fills in a list opened while the server could not be reached, once it can be, without a reload', async () => {
+    await api('POST', '/topics', { name: 'Back again', default_subscription: 'opt_in' });
+    const page = await open('/contacts');
+    let down = true;
+    await page.route(`${server.url}/topics*`, (route) => (down ? route.abort('connectionrefused') : route.continue()));
+    await page.getByRole('link', { name: 'Topics' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The server could not be reached' }).waitFor();
+    down = false;
+    await page.getByRole('cell', { name: 'Back again', exact: true }).first().waitFor({ timeout: 20_000 });
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.unrouteAll();
+  });
+
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
     const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
     const first = await api('POST', '/segments', { name: 'Choice one' });
