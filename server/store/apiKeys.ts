@@ -114,8 +114,9 @@ export class ApiKeyStore {
         const keys = await (this.dialect === 'postgres' ? live.forUpdate() : live).execute();
         if (!keys.some((key) => key.id !== id)) return 'last_full_access';
       }
-      await tx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute();
-      return 'revoked' as const;
+      // Revoked meanwhile by a concurrent request (PostgreSQL read it live before that one committed): it revoked it, not this one.
+      const revoked = await tx.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+      return Number(revoked.numUpdatedRows) === 1 ? ('revoked' as const) : ('not_found' as const);
     });
     this.forget(id);
     return outcome;

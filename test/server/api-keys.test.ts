@@ -83,6 +83,16 @@ describe.each(backends)('API keys on %s', (backend) => {
     expect((await call('DELETE', `/api-keys/${body.id}`)).status).toBe(404);
   });
 
+  it('answers one of several revocations of a key at once with 200 and the others with 404', async () => {
+    for (const permission of ['sending_access', 'full_access']) {
+      for (let round = 0; round < 5; round++) {
+        const { id } = (await create(`raced ${permission} ${round}`, permission)).body;
+        const answers = await Promise.all(Array.from({ length: 6 }, () => call('DELETE', `/api-keys/${id}`)));
+        expect(answers.map((a) => a.status).sort(), `${permission} round ${round}`).toEqual([200, 404, 404, 404, 404, 404]);
+      }
+    }
+  });
+
   it('refuses a key revoked by another process within a second, and one revoked here at once', async () => {
     const { body } = await create('elsewhere', 'sending_access');
     const send = async () => (await call('POST', '/emails', { from: 'a@acme.dev', to: 'b@example.com', subject: 'Hi', text: 'x' }, body.token)).status;
