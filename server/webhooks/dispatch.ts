@@ -106,7 +106,8 @@ export class WebhookDispatcher {
     // would leave the deliveries claimed and unposted until their lease ran out.
     const contexts = await this.persist(claimed[0]!, () => this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id)), 'reading what claimed deliveries need');
     for (const delivery of claimed) {
-      const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger.error({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
+      // The database out of reach as the worker stops is a warning, as everywhere: the lease runs out and the delivery is posted again.
+      const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger[failureLevel(err)]({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
       const webhookId = delivery.webhook_id;
       this.inFlight.add(posting);
       this.postingTo.set(webhookId, (this.postingTo.get(webhookId) ?? 0) + 1);
