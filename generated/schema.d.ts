@@ -3718,7 +3718,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The database cannot be reached right now (a restart, a dropped connection), or has no room left to write; nothing was changed, so the request can be sent again, after `Retry-After` seconds. */
+        /** @description The database cannot be reached right now (a restart, a dropped connection), or has no room left to write; nothing was changed, so the request can be sent again, after `Retry-After` seconds, unless the message says that an email may have been accepted (the connection was lost as it was committed, and the database could not be asked since). */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];

@@ -8,6 +8,7 @@ import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
 import { failureLevel, isStorageFull, isUnavailable } from './store/database.ts';
 import { StoreFileGone } from './store/sqlite.ts';
+import { CommitUnconfirmed } from './store/confirmedCommit.ts';
 import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
@@ -89,6 +90,14 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isStorageFull(err)) return storageFull();
   if (err instanceof StoreFileGone) return new ApiError(503, 'service_unavailable', 'The database file was deleted or replaced while the server ran; nothing was changed. Try again once the operator has restored it or restarted the server.', { 'Retry-After': '60' });
+  if (err instanceof CommitUnconfirmed) {
+    return new ApiError(
+      503,
+      'service_unavailable',
+      `The connection to the database was lost as the email was being committed, and the database could not be asked since: it may have been accepted, as ${quoted(err.id)}. Look for it with GET /emails/{id}, or send again only with the same Idempotency-Key.`,
+      { 'Retry-After': '1' },
+    );
+  }
   if (isUnavailable(err)) return databaseUnavailable();
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {

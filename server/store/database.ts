@@ -309,7 +309,10 @@ export interface PoolUsage {
 export function isUnavailable(error: unknown): boolean {
   const { code, message = '' } = (error ?? {}) as { code?: unknown; message?: string };
   if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message);
+  if (/Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message)) return true;
+  // An error of the server's own that an outage caused (a commit whose outcome could not be learned).
+  const { cause } = (error ?? {}) as { cause?: unknown };
+  return cause !== undefined && cause !== error && isUnavailable(cause);
 }
 
 /**

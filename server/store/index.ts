@@ -8,6 +8,7 @@ import { EmailStore, type EmailAttachment, type EmailRecord } from './emails.ts'
 import { EventStore } from './events.ts';
 import { FanoutStore } from './fanout.ts';
 import { claimHolder } from './claimHolder.ts';
+import { confirmedTransaction } from './confirmedCommit.ts';
 import { IdempotencyStore, type HeldClaim } from './idempotency.ts';
 import { MetricsStore } from './metrics.ts';
 import { RecipientStore } from './recipients.ts';
@@ -82,13 +83,18 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     webhooks: new WebhookStore(database.db, database.dialect),
     webhookDeliveries: new WebhookDeliveryStore(database.db, database.dialect),
     acceptEmails: (records, record, attachments) =>
-      database.db.transaction().execute(async (tx) => {
-        // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
-        if (record) await idempotency.complete(tx, record.claim, record.status, record.body);
-        await emails.insertMany(tx, records, attachments);
-        // A scheduled email's wait is an event (its acceptance, `queued`, is its created_at: no row).
-        await events.record(tx, records.flatMap((record) => (record.last_event === 'scheduled' ? [{ type: 'email.scheduled' as const, email_id: record.id, created_at: record.created_at }] : [])));
-      }),
+      confirmedTransaction(
+        database.db,
+        records[0]?.id ?? '',
+        async (tx) => {
+          // The claim first: if it was lost, nothing is inserted; if held, its row stays locked till commit.
+          if (record) await idempotency.complete(tx, record.claim, record.status, record.body);
+          await emails.insertMany(tx, records, attachments);
+          // A scheduled email's wait is an event (its acceptance, `queued`, is its created_at: no row).
+          await events.record(tx, records.flatMap((record) => (record.last_event === 'scheduled' ? [{ type: 'email.scheduled' as const, email_id: record.id, created_at: record.created_at }] : [])));
+        },
+        async () => records.length > 0 && (await emails.find(records[0]!.id)) !== undefined,
+      ),
     ping: async () => {
       await database.db.selectFrom('api_keys').select('id').limit(1).execute();
     },
