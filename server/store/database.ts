@@ -1,5 +1,6 @@
 // The database: SQLite (a file under DATA_DIR) unless DATABASE_URL names a PostgreSQL server.
 // Both run the same migrations and the same kysely queries.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, PostgresDialect, sql, type DatabaseIntrospector, type Generated, type TableMetadata } from 'kysely';
 import { pino, type Logger } from 'pino';
 import { migrate } from './migrations.ts';
@@ -336,14 +337,26 @@ export interface DatabaseOptions {
 
 export async function openDatabase(options: DatabaseOptions, logger: Logger = pino({ level: 'silent' })): Promise<Database> {
   const database = options.databaseUrl ? await openPostgres(options.databaseUrl, options, logger) : await openSqlite(options.dataDir);
-  try {
-    await migrate(database.db, database.dialect);
-  } catch (error) {
-    await database.close();
-    throw error;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await migrate(database.db, database.dialect);
+      return database;
+    } catch (error) {
+      // A connection ended under the migrations (the database restarting, an administrator ending it):
+      // what they did was rolled back with it, so they are run again, as a request would be.
+      if (attempt < MIGRATION_ATTEMPTS && isUnavailable(error)) {
+        logger.warn({ err: error, attempt }, 'database migration interrupted; running it again');
+        await sleep(MIGRATION_RETRY_MS);
+        continue;
+      }
+      await database.close();
+      throw error;
+    }
   }
-  return database;
 }
+
+const MIGRATION_ATTEMPTS = 5;
+const MIGRATION_RETRY_MS = 1000;
 
 /**
  * pg, loaded as the store opens PostgreSQL. On Node 20, which has no `navigator`, pg asks whether it

@@ -1,15 +1,16 @@
-// A send whose PostgreSQL connection is lost as it commits: the database may have committed it or not.
-// A proxy between the server and PostgreSQL lets the COMMIT after an email's insert reach the
-// database and drops the connection before its answer comes back. The server must not answer "nothing
-// was changed" (503) for an email that was accepted: a caller following that advice sends it twice.
+// PostgreSQL connections lost at the worst moments, through a proxy between the server and the
+// database. A send whose connection is lost as it commits: the proxy lets the COMMIT after an email's
+// insert reach the database and drops the connection before its answer comes back. The server must
+// not answer "nothing was changed" (503) for an email that was accepted: a caller following that
+// advice sends it twice. And a start whose migrations lose their connection runs them again.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends, postgresSchema } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-type Cut = 'after-commit' | 'before-commit';
+type Cut = 'after-commit' | 'before-commit' | RegExp;
 
-/** A TCP proxy to PostgreSQL that can cut, once, the connection that inserts an email. */
+/** A TCP proxy to PostgreSQL that can cut, once, the connection that inserts an email, or one that sends a statement. */
 async function startCuttingProxy(target: URL) {
   let armed: Cut | undefined;
   let refusing = false;
@@ -24,11 +25,11 @@ async function startCuttingProxy(target: URL) {
       const text = chunk.toString('latin1');
       if (armed && text.includes('insert into "emails"')) insertedEmail = true;
       const committing = insertedEmail && /Q[\s\S]{4}commit\0/i.test(text);
-      if (armed === 'before-commit' && committing) {
+      if ((armed === 'before-commit' && committing) || (armed instanceof RegExp && armed.test(text))) {
         armed = undefined;
         cut = true;
         client.destroy();
-        upstream.destroy(); // the COMMIT never reaches PostgreSQL: the transaction is rolled back
+        upstream.destroy(); // what was sent never reaches PostgreSQL: the transaction is rolled back
         return;
       }
       upstream.write(chunk);
@@ -119,4 +120,19 @@ describe.skipIf(!backends.includes('postgres'))('a send whose connection is lost
     expect(body.message).toContain('may have been accepted');
     await expect.poll(async () => (await server.request(`/emails/${id}`)).status, { timeout: 15_000 }).toBe(200);
   });
+
+  it('starts when a connection is ended under its migrations, running them again', async () => {
+    const fresh = await postgresSchema();
+    const url = new URL(fresh.url);
+    url.host = `127.0.0.1:${proxy.port}`;
+    proxy.arm(/create table/i);
+    const second = await startTestServer('sqlite', { config: { databaseUrl: url.toString(), deliveryWorker: false } });
+    try {
+      expect(second.logs.some((line) => line.msg === 'database migration interrupted; running it again' && line.level === 40)).toBe(true);
+      expect((await second.request('/contacts?limit=1')).status).toBe(200);
+    } finally {
+      await second.close();
+      await fresh.drop();
+    }
+  }, 30_000);
 });
