@@ -70,6 +70,11 @@ addEventListener('popstate', (event) => {
   shownPath = location.pathname;
 });
 
+/** Counts the page now shown as arrived at, as signing in shows it: its heading takes the focus. */
+export function arriveHere(): void {
+  arrivedAt = location.pathname;
+}
+
 /** True once, for the first page heading rendered at the path a navigation reached. */
 export function takeArrival(): boolean {
   if (arrivedAt !== location.pathname) return false;

@@ -3,6 +3,7 @@
 import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useState } from 'preact/hooks';
 import { connect, type MailroomClient, type MailroomError } from './api.ts';
+import { arriveHere } from './router.tsx';
 
 const STORAGE_KEY = 'mailroom.apiKey';
 
@@ -61,6 +62,8 @@ export function SessionProvider({
   if (!session) {
     return signIn((apiKey) => {
       sessionStorage.setItem(STORAGE_KEY, apiKey);
+      // The sign-in form goes: the focus goes to the heading of the page that takes its place.
+      arriveHere();
       setEnded(null);
       setSession(open(apiKey));
     }, ended);

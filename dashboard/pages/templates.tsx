@@ -135,7 +135,12 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
   return (
     <>
       <PageHeading title={template ? `Template: ${template.name}` : 'New template'}>
-        {template && <span class={`status status-${template.status}`}>{template.status}</span>}
+        {template && (
+          // A status region: publishing changes it, and a screen reader says so.
+          <span class={`status status-${template.status}`} role="status">
+            {template.status}
+          </span>
+        )}
         {template && (
           <ActionButton disabled={unsaved} onClick={() => act(() => client.templates.publish(template.id), () => onChanged?.())}>
             Publish

@@ -279,6 +279,22 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.unrouteAll();
   });
 
+  it('keeps the focus somewhere after Send now replaces the draft with the sending broadcast, and says a template is published', async () => {
+    const segment = await api('POST', '/segments', { name: 'Focus after send' });
+    const { id } = await api('POST', '/broadcasts', { segment_id: segment.id, from: 'news@acme.dev', subject: 'Hi', text: 'Hi' });
+    const page = await open(`/broadcasts/${id}`);
+    await page.getByRole('button', { name: 'Send now' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Refresh' }).waitFor();
+    const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`);
+    await expect.poll(focused).toMatch(/^H1 Broadcast: /);
+
+    const template = await api('POST', '/templates', { name: 'Announced', html: '<p>Hi</p>' });
+    await page.goto(`${server.url}/dashboard/templates/${template.id}`);
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('status').filter({ hasText: /^published$/ }).waitFor();
+  });
+
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {
     const contact = await api('POST', '/contacts', { email: 'segments-choice@example.com' });
     const first = await api('POST', '/segments', { name: 'Choice one' });

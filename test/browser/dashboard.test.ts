@@ -57,14 +57,18 @@ describe.skipIf(!chromiumPresent)('signing in to the dashboard', () => {
     await page.keyboard.type(server.apiKey);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
-    // The skip link comes first, then the sections; Enter on one follows it.
+    // The sign-in form gone, the page's heading has the focus, as after any move to a page.
+    const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`);
+    await expect.poll(focused).toBe('H1 Segments');
+    // From the top of the page (reloaded: the key stays in the tab), the skip link comes first, then the sections; Enter on one follows it.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Contacts', level: 1 }).waitFor();
     // The page reached takes the focus at its heading, as a new document would, by a link or by Back.
-    const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`);
     expect(await focused()).toBe('H1 Contacts');
     await page.goBack();
     await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
