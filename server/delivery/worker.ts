@@ -213,7 +213,9 @@ export class DeliveryWorker {
       if (deferredAll.length > 0) return this.delay(email, deferral(deferredAll), deferredAll, refusedAll);
       if (refusedAll) return this.bounce(email, refusedAll);
       if (isPermanent(error)) return this.fail(email, reasonOf(error));
-      return this.delay(email, reasonOf(error));
+      // No reply from the relay at all (refused, timed out, broken off): the operator's to mend, unlike
+      // a relay that answers "try again later", which mail meets every day.
+      return this.delay(email, reasonOf(error), undefined, undefined, undefined, (error as { responseCode?: number }).responseCode === undefined ? 'warn' : 'info');
     }
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
     const text = !broadcast && message.text !== undefined ? message.text : null;
@@ -234,11 +236,11 @@ export class DeliveryWorker {
    * relay put off (4xx) while it took the message for the others or refused them for good; the next
    * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
    */
-  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[], sent?: { messageId: string; text: string | null }): Promise<void> {
+  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[], sent?: { messageId: string; text: string | null }, level: 'info' | 'warn' = 'info'): Promise<void> {
     if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);
-    this.logger.info({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
+    this.logger[level]({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
     const bounce = refused?.length ? refusal(refused) : undefined;
     const partly = { deferred: deferred?.map((d) => d.address), sent, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
     if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');

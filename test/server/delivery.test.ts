@@ -166,15 +166,21 @@ describe.each(backends)('delivery on %s', (backend) => {
     sink.refuse = () => undefined;
   });
 
-  it('gives up after the last attempt when the relay is down for good, keeping the email', async () => {
+  it('gives up after the last attempt when the relay is down for good, keeping the email, and warns meanwhile', async () => {
     const down = await startSmtpSink();
     await down.close();
     const [id] = await send([{ from: 'a@acme.dev', to: 'down@example.com', subject: 'Down', text: 'x' }]);
-    const w = track(new DeliveryWorker(server.store, smtpTransport(down.url), quiet, fast));
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const w = track(new DeliveryWorker(server.store, smtpTransport(down.url), logger, fast));
     for (let s = 0; s < fast.maxAttempts; s++) await w.runOnce(new Date(Date.now() + s * 1000));
     const stored = await server.store.emails.find(id!);
     expect(stored).toMatchObject({ last_event: 'failed', attempts: fast.maxAttempts, subject: 'Down' });
     expect(stored?.last_error).toMatch(/ECONNREFUSED|connect/i);
+    // A relay that cannot be reached is the operator's to mend: a warning, not routine information.
+    const delayed = lines.filter((line) => line.msg === 'delivery delayed');
+    expect(delayed.length).toBe(fast.maxAttempts - 1);
+    expect(delayed.every((line) => line.level === 40)).toBe(true);
   });
 });
 
