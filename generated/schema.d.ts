@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description Lists contacts newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them at once without `limit`.
+         * @description Lists contacts newest first, or with `segment_id` that segment's contacts, one page at a time with `limit` and an `after` or `before` cursor, or all of them at once without `limit`.
          */
         get: operations["listContacts"];
         put?: never;
@@ -3770,6 +3770,11 @@ export interface components {
          */
         ContactIdPath: components["schemas"]["Uuid"] | components["schemas"]["EmailAddress"];
         /**
+         * @description Only the contacts of this segment, as `GET /segments/{segment_id}/contacts` lists them.
+         * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+         */
+        SegmentIdQuery: components["schemas"]["Uuid"];
+        /**
          * @description The segment's id.
          * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
          */
@@ -4405,6 +4410,11 @@ export interface operations {
                 after?: components["parameters"]["After"];
                 /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
                 before?: components["parameters"]["Before"];
+                /**
+                 * @description Only the contacts of this segment, as `GET /segments/{segment_id}/contacts` lists them.
+                 * @example 78261eea-8f8b-4381-83c6-79fa7120f1cf
+                 */
+                segment_id?: components["parameters"]["SegmentIdQuery"];
             };
             header?: never;
             path?: never;
@@ -4430,6 +4440,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["SegmentNotFound"];
             422: components["responses"]["InvalidListQuery"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -95,7 +95,8 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
   const isFilename = compile('/components/schemas/Attachment/properties/filename');
   const attachmentPaths = { ...config.attachmentPaths, maxBytes: bytesOf(config.bodyLimit), isFilename: (name: string) => isFilename(name) };
-  const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'));
+  const listMembers = memberList(store, streamContacts);
+  const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'), listMembers);
   app.use(
     inSequence(
       headAsGet,
@@ -117,7 +118,7 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
         ...contacts,
         ...segmentHandlers(store, streamContacts),
         ...topicHandlers(store),
-        ...audienceHandlers(store, contacts, memberList(store, streamContacts)),
+        ...audienceHandlers(store, contacts, listMembers),
         ...broadcastHandlers(store),
         ...emailHandlers(store, new BroadcastMail(store, links), attachmentPaths),
         ...attachmentHandlers(store, attachmentLinks),

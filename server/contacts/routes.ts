@@ -7,6 +7,7 @@ import { UnknownCursor } from '../store/contacts.ts';
 import type { Store } from '../store/index.ts';
 import { contactKey, newContact, toContact } from './contact.ts';
 import type { ContactStream } from './stream.ts';
+import type { MemberList } from '../segments/routes.ts';
 
 export type ContactHandlers = ReturnType<typeof contactHandlers>;
 
@@ -14,11 +15,13 @@ export type ContactHandlers = ReturnType<typeof contactHandlers>;
  * The operations' handlers, which the legacy audience routes reuse. `validProperties` is the contract's
  * ContactProperties schema, which every stored contact must satisfy.
  */
-export function contactHandlers(store: Store, streamContacts: ContactStream, validProperties: ValidateFunction) {
+export function contactHandlers(store: Store, streamContacts: ContactStream, validProperties: ValidateFunction, listMembers: MemberList) {
   const contacts = store.contacts;
 
   const listContacts: OperationHandler<'listContacts'> = async (req, res) => {
-    const { limit, after, before } = req.query;
+    const { limit, after, before, segment_id } = req.query;
+    // Resend's filter: the segment's contacts, as its own list gives them.
+    if (segment_id !== undefined) return listMembers(res, segment_id, req.query, 'Segment');
     if (after && before) throw invalid('Only one of `after` or `before` may be given.');
     const cursor: Cursor = after ? { after } : before ? { before } : {};
     try {

@@ -133,6 +133,24 @@ describe.each(backends)('segments on %s', (backend) => {
     expect((await call('GET', `/contacts/${id}/segments`)).body.data.map((s: { id: string }) => s.id)).toEqual([second]);
   });
 
+  it('lists a segment\'s contacts from /contacts with segment_id, as Resend filters them, as its own list does', async () => {
+    const group = await segment('Filtered');
+    const members = [await contact('f1@example.com'), await contact('f2@example.com'), await contact('f3@example.com')];
+    await contact('outsider@example.com');
+    for (const id of members) await call('POST', `/contacts/${id}/segments/${group}`);
+    const own = (await call('GET', `/segments/${group}/contacts`)).body;
+    const filtered = await call('GET', `/contacts?segment_id=${group}`);
+    expect(filtered).toEqual({ status: 200, body: own });
+    expect(own.data.map((c: { id: string }) => c.id).sort()).toEqual([...members].sort());
+    const first = await call('GET', `/contacts?segment_id=${group}&limit=2`);
+    expect(first.body).toEqual((await call('GET', `/segments/${group}/contacts?limit=2`)).body);
+    expect(first.body.has_more).toBe(true);
+    const rest = await call('GET', `/contacts?segment_id=${group}&limit=2&after=${first.body.data[1].id}`);
+    expect(rest.body).toMatchObject({ has_more: false, data: [own.data[2]] });
+    expect(await call('GET', `/contacts?segment_id=${NOWHERE}`)).toMatchObject({ status: 404, body: { message: 'Segment not found' } });
+    expect(await call('GET', '/contacts?segment_id=nope')).toMatchObject({ status: 422 });
+  });
+
   it('answers 404 naming what is unknown, and 422 for ids of the wrong kind', async () => {
     const id = await contact('known@example.com');
     const seg = await segment();
