@@ -12,7 +12,7 @@ import { webhookRoutes } from './pages/webhooks.tsx';
 import type { Route } from './route.ts';
 import { leavingAllowed, Link, match, navigate, useLocation } from './router.tsx';
 import { checkKey, SessionProvider, useSession } from './session.tsx';
-import { ErrorNote, PageHeading, TextField } from './ui.tsx';
+import { ErrorNote, PageHeading, TextField, useFocusKept } from './ui.tsx';
 import type { MailroomError } from './api.ts';
 
 const ROUTES: Route[] = [
@@ -49,6 +49,7 @@ export function App() {
 
 function Frame() {
   const { signOut } = useSession();
+  useFocusKept();
   const { path: at } = useLocation();
   // The dashboard's root is the contacts page; its URL says so once the page has rendered.
   const path = at === '/' ? '/contacts' : at;

@@ -153,20 +153,8 @@ export function Form({ onSubmit, children, ...rest }: { onSubmit?: () => unknown
 /** A button that calls the API, its action run one at a time as a Form's: "Rotate secret" rotates once, however clicked. */
 export function ActionButton({ onClick, children, ...rest }: { onClick: () => unknown; children: ComponentChildren; class?: string; disabled?: boolean; 'aria-label'?: string }) {
   const [busy, run] = useOneAtATime(onClick);
-  const button = useRef<HTMLButtonElement>(null);
-  // Removed with the focus on it (its row deleted), it would leave the focus nowhere, and a keyboard
-  // at the top of the page: the page's heading takes it.
-  useEffect(() => {
-    const element = button.current;
-    return () => {
-      if (document.activeElement !== element) return;
-      setTimeout(() => {
-        if (document.activeElement === document.body || !document.activeElement) document.querySelector<HTMLElement>('main h1')?.focus();
-      });
-    };
-  }, []);
   return (
-    <button type="button" {...rest} ref={button} aria-busy={busy} onClick={() => void run()}>
+    <button type="button" {...rest} aria-busy={busy} onClick={() => void run()}>
       {children}
     </button>
   );
@@ -208,6 +196,31 @@ export function ShownOnce({ label, value }: { label: string; value: string }) {
       <p class="field-hint">Copy it now: it will not be shown again.</p>
     </div>
   );
+}
+
+/**
+ * Keeps the focus on the page. When the element that has it is taken out (its row deleted, its form
+ * replaced by what it saved or sent), the browser leaves the focus on <body>, and a keyboard at the top
+ * of the page: the page's heading takes it instead, once there is one.
+ */
+export function useFocusKept(): void {
+  useEffect(() => {
+    let focused: Element | null = null;
+    const noteFocus = (event: FocusEvent) => void (focused = event.target as Element);
+    const observer = new MutationObserver(() => {
+      if (!focused || focused.isConnected || (document.activeElement && document.activeElement !== document.body)) return;
+      const heading = document.querySelector<HTMLElement>('main h1');
+      if (!heading) return;
+      focused = null;
+      heading.focus();
+    });
+    document.addEventListener('focusin', noteFocus);
+    observer.observe(document.body, { childList: true, subtree: true });
+    return () => {
+      document.removeEventListener('focusin', noteFocus);
+      observer.disconnect();
+    };
+  }, []);
 }
 
 export function PageHeading({ title, children }: { title: string; children?: ComponentChildren }) {

@@ -22,10 +22,11 @@ function ApiKeys() {
   const [revokeError, setRevokeError] = useState<MailroomError | null>(null);
 
   async function create() {
-    const { data, error } = await client.POST('/api-keys', { body: { name, permission } });
+    // Trimmed, as segments' and topics' names are: a name of spaces alone is then refused as empty.
+    const { data, error } = await client.POST('/api-keys', { body: { name: name.trim(), permission } });
     setCreateError(error ?? null);
     if (!data) return;
-    setCreated({ name, token: data.token });
+    setCreated({ name: name.trim(), token: data.token });
     setName('');
     keys.reload();
   }

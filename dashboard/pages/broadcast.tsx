@@ -1,7 +1,7 @@
 // One broadcast: a draft's editor with a live preview for a chosen contact and a test send, then
 // sending it now or at a time; a broadcast that is no longer a draft is shown as it stands, with a
 // cancel button while that is still possible.
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { parseParts, personalize, type Recipient } from '../../server/broadcasts/placeholders.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
@@ -51,9 +51,18 @@ export function NewBroadcast() {
   return <Editor />;
 }
 
+/** How often a broadcast going out is read again, so that the page shows it `sent` without a Refresh. */
+const GOING_OUT_REFRESH_MS = 2000;
+
 export function BroadcastPage({ id }: Record<string, string>) {
   const client = useClient();
   const broadcast = useLoad(() => client.broadcasts.get(id!), [id]);
+  const goingOut = broadcast.data?.status === 'queued';
+  useEffect(() => {
+    if (!goingOut || broadcast.loading) return;
+    const timer = setTimeout(broadcast.reload, GOING_OUT_REFRESH_MS);
+    return () => clearTimeout(timer);
+  }, [goingOut, broadcast.loading]);
   if (broadcast.error) return <Unreadable title="Broadcast" back={['/broadcasts', 'All broadcasts']} error={broadcast.error} />;
   if (!broadcast.data) return <Loading what="the broadcast" />;
   if (broadcast.data.status === 'draft') return <Editor broadcast={broadcast.data} key={broadcast.data.id} onChanged={broadcast.reload} />;

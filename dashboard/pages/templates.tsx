@@ -112,6 +112,9 @@ function Editor({ template, onChanged }: { template?: Template; onChanged?: () =
   const setVariable = (index: number, part: Partial<Variable>) => setDraft({ ...draft, variables: draft.variables.map((v, i) => (i === index ? { ...v, ...part } : v)) });
 
   async function save() {
+    // A fallback without a name would be dropped with its row while the page said it was saved.
+    const nameless = draft.variables.findIndex((v) => !v.key.trim() && v.fallback !== '');
+    if (nameless >= 0) return setError({ statusCode: 422, name: 'validation_error', message: `Variable ${nameless + 1} has a fallback but no name: name it, or remove it.` });
     const { alias, from, subject, reply_to, text, ...rest } = bodyOf(draft);
     if (!template) {
       const given = { ...rest, ...(alias && { alias }), ...(from && { from }), ...(subject && { subject }), ...(reply_to && { reply_to }), ...(text && { text }) };

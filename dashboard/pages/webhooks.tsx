@@ -40,6 +40,8 @@ function Webhooks() {
     const { data, error } = await client.POST('/webhooks/{webhook_id}/signing-secret/rotate', path(webhook.id));
     setRowError(error ?? null);
     setRotated(data ? { id: webhook.id, endpoint: webhook.endpoint, secret: data.signing_secret } : null);
+    // The secret shown when it was created is the old one now: left on screen, it could be copied instead.
+    if (data && secret?.id === webhook.id) setSecret(null);
   }
 
   async function remove(webhook: MailroomSchemas['WebhookSummary']) {
@@ -129,17 +131,21 @@ function Webhooks() {
                   {webhook.status === 'enabled' ? (
                     <ActionButton class="secondary" onClick={() => setStatus(webhook, 'disabled')}>
                       Disable
+                      <span class="visually-hidden"> {webhook.endpoint}</span>
                     </ActionButton>
                   ) : (
                     <ActionButton class="secondary" onClick={() => setStatus(webhook, 'enabled')}>
                       Enable
+                      <span class="visually-hidden"> {webhook.endpoint}</span>
                     </ActionButton>
                   )}
                   <ActionButton class="secondary" onClick={() => rotate(webhook)}>
                     Rotate secret
+                    <span class="visually-hidden"> of {webhook.endpoint}</span>
                   </ActionButton>
                   <ActionButton class="danger" onClick={() => remove(webhook)}>
                     Delete
+                    <span class="visually-hidden"> {webhook.endpoint}</span>
                   </ActionButton>
                   </div>
                 </td>

@@ -15,8 +15,8 @@ export const TOPIC_FIELD_PREFIX = 'topic:';
 
 /** What the page a GET shows knows of the reader. */
 export interface Standing {
-  /** What the link is for: its topic (`undefined` once the topic is deleted), or all email. */
-  link: { topic: string | undefined } | 'everything';
+  /** What the link is for: its topic (`undefined` once the topic is deleted, `left` once the reader left it), or all email. */
+  link: { topic: string | undefined; left?: boolean } | 'everything';
   /** Whether the contact is unsubscribed from all email already. */
   unsubscribed: boolean;
   /** The topics shown (the link's first), with the contact's subscription to each. */
@@ -64,8 +64,10 @@ export function askPage({ link, unsubscribed, topics, more }: Standing): string 
   if (unsubscribed) parts.push(`<p>You are unsubscribed from <strong>${EVERYTHING}</strong>${topics.length > 0 ? ', so you get none of the topics below' : ''}.</p>`);
   const gone = link !== 'everything' && link.topic === undefined;
   if (gone) parts.push('<p>The topic this link was for no longer exists: you will get no more of its emails.</p>');
-  // Nothing to ask of a link for everything once the reader has left everything.
-  const leaving: Leaving | undefined = link === 'everything' ? (unsubscribed ? undefined : link) : link.topic === undefined ? undefined : { topic: link.topic };
+  // Nothing to ask of a link once the reader has left what it is for: it says so instead.
+  const left = link !== 'everything' && link.topic !== undefined && link.left;
+  if (left) parts.push(`<p>You no longer receive <strong>${escapeHtml(link.topic!)}</strong>.</p>`);
+  const leaving: Leaving | undefined = link === 'everything' ? (unsubscribed ? undefined : link) : link.topic === undefined || left ? undefined : { topic: link.topic };
   if (leaving) parts.push(`<p>Stop receiving <strong>${what(leaving)}</strong>?</p>${oneClick('Unsubscribe')}`);
 
   const buttons = [

@@ -81,7 +81,8 @@ export function unsubscribeHandlers(spec: OpenApiDocument, store: Store, tokens:
     const topic = linkTopic(target);
     const { topics, more } = await store.topics.shownTo(contact.id, topic, shownTopics);
     // The link's topic comes first when it exists; missing, it was deleted.
-    const link = topic === undefined ? 'everything' : { topic: topics.find((t) => t.id === topic)?.name };
+    const linked = topics.find((t) => t.id === topic);
+    const link = topic === undefined ? 'everything' : { topic: linked?.name, left: linked?.subscription === 'opt_out' };
     send(res, askPage({ link, unsubscribed: Boolean(contact.unsubscribed), topics, more }));
   };
 

@@ -168,6 +168,18 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     expect(await page.getByText('New signing secret of https://hooks.example.com/rotate-twice').count()).toBe(0);
   });
 
+  it('takes the secret shown at creation off the page once it is rotated, and names each row\'s buttons by endpoint', async () => {
+    const page = await open('/webhooks');
+    await page.getByLabel('Endpoint URL').fill('https://hooks.example.com/made-then-rotated');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByText('Signing secret of https://hooks.example.com/made-then-rotated').waitFor();
+    await page.getByRole('button', { name: 'Rotate secret of https://hooks.example.com/made-then-rotated' }).click();
+    await page.getByText('New signing secret of https://hooks.example.com/made-then-rotated').waitFor();
+    // The secret from creation no longer signs alone: left on screen, it could be copied in place of the new one.
+    expect(await page.getByText('Signing secret of https://hooks.example.com/made-then-rotated', { exact: true }).count()).toBe(0);
+    for (const name of ['Disable', 'Delete']) expect(await page.getByRole('button', { name: `${name} https://hooks.example.com/made-then-rotated`, exact: true }).count()).toBe(1);
+  });
+
   it('says what a proxy\'s error page without a message means, rather than an empty alert', async () => {
     const page = await open('/contacts');
     // The API's list only, not the page itself (the app is at /dashboard/segments).
@@ -293,6 +305,27 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.goto(`${server.url}/dashboard/templates/${template.id}`);
     await page.getByRole('button', { name: 'Publish' }).click();
     await page.getByRole('status').filter({ hasText: /^published$/ }).waitFor();
+  });
+
+  it('refuses a template variable with a fallback and no name; a save keeps the focus on the page', async () => {
+    const page = await open('/templates/new');
+    const form = page.getByRole('form', { name: 'Template' });
+    await form.getByLabel('Name', { exact: true }).fill('Nameless variable');
+    await form.getByLabel('HTML').fill('<p>Hi {{{A|you}}}</p>');
+    await form.getByRole('button', { name: 'Add variable' }).click();
+    await form.getByLabel('Variable 1 fallback').fill('orphan');
+    await form.getByRole('button', { name: 'Create template' }).click();
+    await form.getByRole('alert').filter({ hasText: 'Variable 1 has a fallback but no name' }).waitFor();
+    expect(((await api('GET', '/templates')).data as { name: string }[]).some((t) => t.name === 'Nameless variable')).toBe(false);
+    await form.getByLabel('Variable 1 name').fill('A');
+    await form.getByRole('button', { name: 'Create template' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Template: Nameless variable' }).waitFor();
+    // The editor is made afresh from what was saved: the focus, on Save, goes to the heading rather than to <body>.
+    await page.getByLabel('Subject').fill('Changed');
+    await page.getByRole('button', { name: 'Save template' }).focus();
+    await page.keyboard.press('Enter');
+    const focused = () => page.evaluate(() => `${document.activeElement?.tagName} ${document.activeElement?.textContent}`);
+    await expect.poll(focused).toBe('H1 Template: Nameless variable');
   });
 
   it('adds the segment shown: after one is added, the choice moves to one the contact is not in', async () => {

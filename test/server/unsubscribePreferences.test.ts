@@ -86,7 +86,10 @@ describe.each(backends)('the unsubscribe page as preferences on %s', (backend) =
     // A private topic's own link shows it first, opted out as the reader is, so it can come back.
     const surveys = await page(link(reader, 'topic', privateLeft));
     expect(shown(surveys)[0]).toEqual([privateLeft, 'opt_out']);
-    expect(surveys).toContain('Stop receiving <strong>Surveys</strong>?');
+    // Left already: the page says so rather than asking again, and its one-click button is gone.
+    expect(surveys).toContain('You no longer receive <strong>Surveys</strong>.');
+    expect(surveys).not.toContain('Stop receiving');
+    expect(surveys).not.toContain('value="One-Click"');
     expect(surveys).toContain('name="action" value="everything"');
     expect(await choices(reader)).toEqual(before);
     expect(await unsubscribed(reader)).toBe(0);
