@@ -1621,6 +1621,8 @@ export interface components {
         };
         /** @description The fields to change; a name or a property set to `null` is removed. */
         UpdateContactRequest: {
+            /** @description A new address for the contact; refused when another contact has it (in any case). */
+            email?: components["schemas"]["EmailAddress"];
             first_name?: components["schemas"]["PersonName"] | null;
             last_name?: components["schemas"]["PersonName"] | null;
             /** @description Whether the contact is unsubscribed. */

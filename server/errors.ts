@@ -9,7 +9,7 @@ import { withHead } from './head.ts';
 import { failureLevel, isStorageFull, isUnavailable } from './store/database.ts';
 import { StoreFileGone } from './store/sqlite.ts';
 import { CommitUnconfirmed } from './store/confirmedCommit.ts';
-import { InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
+import { AddressTaken, InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
 
 export class ApiError extends Error {
@@ -87,6 +87,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
     if (err.status === 'going out') return invalid(`The ${err.what} cannot be deleted yet: emails of broadcast ${quoted(err.broadcastId)}, which is addressed to it, are still going out. Try again once they have.`);
     return invalid(`The ${err.what} cannot be deleted: broadcast ${quoted(err.broadcastId)}, which is ${err.status}, is addressed to it. Cancel that broadcast, or give it another ${err.what}, first.`);
   }
+  if (err instanceof AddressTaken) return invalid(`Another contact has the address ${quoted(err.email)}.`);
   if (err instanceof UnknownReference) return invalid(`The ${err.field === 'segments' ? 'segment' : 'topic'} ${quoted(err.id)} in \`${err.field}\` does not exist.`);
   if (isStorageFull(err)) return storageFull();
   if (err instanceof StoreFileGone) return new ApiError(503, 'service_unavailable', 'The database file was deleted or replaced while the server ran; nothing was changed. Try again once the operator has restored it or restarted the server.', { 'Retry-After': '60' });

@@ -48,9 +48,10 @@ export function contactHandlers(store: Store, streamContacts: ContactStream, val
   };
 
   const updateContact: OperationHandler<'updateContact'> = async (req, res) => {
-    const { first_name, last_name, unsubscribed, properties } = req.body;
+    const { email, first_name, last_name, unsubscribed, properties } = req.body;
     // Runs inside the store's transaction: refusing here rolls the update back.
     const record = await contacts.update(...contactKey(req.params), (current) => ({
+      ...(email !== undefined && { email }),
       ...(first_name !== undefined && { first_name }),
       ...(last_name !== undefined && { last_name }),
       ...(unsubscribed !== undefined && { unsubscribed: unsubscribed ? 1 : 0 }),

@@ -5,6 +5,7 @@ import type { ContactTable, Database, DialectName, EventType, Tables } from './d
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { shared } from './locks.ts';
+import { AddressTaken } from './missing.ts';
 import { addMemberships, requireSegments } from './segments.ts';
 import { requireTopics, saveChoices, type TopicChoice } from './topics.ts';
 
@@ -14,7 +15,7 @@ export type ContactRecord = Selectable<ContactTable>;
 /** What listing needs: fewer columns read is measurably faster on long pages. */
 export type ListedContact = Omit<ContactRecord, 'email_key' | 'updated_at'>;
 export const LISTED = ['id', 'email', 'first_name', 'last_name', 'unsubscribed', 'properties', 'created_at'] as const;
-export type ContactChanges = Omit<Updateable<ContactTable>, 'id' | 'email' | 'email_key' | 'created_at'>;
+export type ContactChanges = Omit<Updateable<ContactTable>, 'id' | 'email_key' | 'created_at'>;
 /** How a path names a contact: by id, or by its lower-cased email. */
 export type ContactKey = ['id' | 'email_key', string];
 
@@ -84,7 +85,24 @@ export class ContactStore {
       const read = tx.selectFrom('contacts').selectAll().where(by, '=', value);
       const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
-      const updated = await tx.updateTable('contacts').set(change(current)).where('id', '=', current.id).returningAll().executeTakeFirstOrThrow();
+      const changes = change(current);
+      // The address is found by its lower-cased key, which one contact at most may have.
+      const key = changes.email === undefined ? {} : { email_key: changes.email.toLowerCase() };
+      if (key.email_key !== undefined && key.email_key !== current.email_key) {
+        const holder = await tx.selectFrom('contacts').select('id').where('email_key', '=', key.email_key).executeTakeFirst();
+        if (holder) throw new AddressTaken(changes.email!);
+      }
+      const updated = await tx
+        .updateTable('contacts')
+        .set({ ...changes, ...key })
+        .where('id', '=', current.id)
+        .returningAll()
+        .executeTakeFirstOrThrow()
+        .catch((error: { code?: string }) => {
+          // Taken meanwhile by a contact made or changed at once: the unique index stands behind the check.
+          if (error.code === '23505' || error.code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AddressTaken(changes.email!);
+          throw error;
+        });
       await this.events.record(tx, [contactEvent('contact.updated', updated, await segmentsOf(tx, updated.id), updated.updated_at)]);
       return updated;
     });

@@ -28,3 +28,10 @@ export class InUseByBroadcast extends Error {
     super(`${what} in use by broadcast ${broadcastId}`);
   }
 }
+
+/** A contact's new address is another contact's (addresses are one contact's each, in any case): a 422 naming it. */
+export class AddressTaken extends Error {
+  constructor(readonly email: string) {
+    super(`address ${email} is another contact's`);
+  }
+}

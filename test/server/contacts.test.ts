@@ -171,6 +171,30 @@ describe.each(backends)('contact operations on %s', (backend) => {
     expect(gone.error).toEqual({ statusCode: 404, name: 'not_found', message: 'Contact not found' });
   });
 
+  it('changes a contact\'s address, found by it afterwards, and refuses one another contact has, in any case', async () => {
+    const patch = (contact: string, body: object) => server.client.PATCH('/contacts/{contact_id}', { params: { path: { contact_id: contact } }, body });
+    const get = (contact: string) => server.client.GET('/contacts/{contact_id}', { params: { path: { contact_id: contact } } });
+    const { data: moving } = await server.client.POST('/contacts', { body: { email: `old-${backend}@example.com` } });
+    await server.client.POST('/contacts', { body: { email: `Taken-${backend}@example.com` } });
+    expect((await patch(`old-${backend}@example.com`, { email: `New-${backend}@example.com` })).data).toEqual({ object: 'contact', id: moving!.id });
+    expect((await get(`new-${backend}@example.com`)).data).toMatchObject({ id: moving!.id, email: `New-${backend}@example.com` });
+    expect((await get(`old-${backend}@example.com`)).response.status).toBe(404);
+    // Its own address in another case is its own.
+    expect((await patch(moving!.id, { email: `new-${backend}@EXAMPLE.com` })).response.status).toBe(200);
+    const refused = await patch(moving!.id, { email: `taken-${backend}@example.com`, first_name: 'Kept out' });
+    expect(refused.response.status).toBe(422);
+    expect(refused.error).toEqual({ statusCode: 422, name: 'validation_error', message: `Another contact has the address \`taken-${backend}@example.com\`.` });
+    expect((await get(moving!.id)).data).toMatchObject({ email: `new-${backend}@EXAMPLE.com` });
+    expect((await get(moving!.id)).data).not.toHaveProperty('first_name');
+    expect((await patch(moving!.id, { email: 'not an address' })).response.status).toBe(422);
+    // Two contacts given one address at once: one gets it, the other is refused, never both.
+    for (let round = 0; round < 5; round++) {
+      const pair = await Promise.all([1, 2].map(async (n) => (await server.client.POST('/contacts', { body: { email: `race-${round}-${n}-${backend}@example.com` } })).data!.id));
+      const answers = await Promise.all(pair.map((id) => patch(id, { email: `raced-${round}-${backend}@example.com` })));
+      expect(answers.map((a) => a.response.status).sort(), `round ${round}`).toEqual([200, 422]);
+    }
+  });
+
   it('answers 404 for unknown contacts on every operation', async () => {
     const contact_id = randomUUID();
     const results = await Promise.all([
