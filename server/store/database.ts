@@ -309,7 +309,9 @@ export interface PoolUsage {
  */
 export function isUnavailable(error: unknown): boolean {
   const { code, message = '' } = (error ?? {}) as { code?: unknown; message?: string };
-  if (typeof code === 'string' && (/^(08|53|57)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
+  // PostgreSQL's classes 08 (connection), 53 (resources), 57 (operator intervention) and 28 (login refused,
+  // as while a password is rotated), and 3D000: the database itself is gone (dropped, renamed).
+  if (typeof code === 'string' && (/^(08|53|57|28)/.test(code) || ['3D000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
   if (/Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message)) return true;
   // An error of the server's own that an outage caused (a commit whose outcome could not be learned).
   const { cause } = (error ?? {}) as { cause?: unknown };

@@ -94,6 +94,36 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: health while Postgre
   });
 });
 
+describe.skipIf(!backends.includes('postgres'))('the PostgreSQL database dropped under a running server', () => {
+  const database = `mailroom_dropped_${randomUUID().slice(0, 8)}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    await client.query(statement).finally(() => client.end());
+  };
+  let server: TestServer | undefined;
+  afterAll(async () => {
+    await server?.close();
+    await admin(`drop database if exists ${database} with (force)`);
+  });
+
+  it('answers 503 with Retry-After, as for any outage, rather than 500', async () => {
+    await admin(`create database ${database}`);
+    const url = new URL(POSTGRES_URL);
+    url.pathname = `/${database}`;
+    server = await startTestServer('sqlite', { config: { databaseUrl: url.toString(), deliveryWorker: false } });
+    expect((await server.request('/contacts?limit=1')).status).toBe(200);
+    await admin(`drop database ${database} with (force)`);
+    for (const path of ['/contacts?limit=1', '/segments']) {
+      const res = await server.request(path);
+      expect(res.status, path).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+    }
+    expect((await server.request('/health')).status).toBe(503);
+    expect(server.logs.filter((line) => line.level >= 50)).toEqual([]);
+  });
+});
+
 describe.skipIf(!backends.includes('postgres'))('PostgreSQL refusing connections: too many for the role', () => {
   const role = `mailroom_limited_${randomUUID().slice(0, 8)}`;
   let server: TestServer;
