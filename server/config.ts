@@ -152,7 +152,8 @@ const VARIABLES = {
   HOST: variable(text, '127.0.0.1'),
   DATA_DIR: variable(text, './data'),
   DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
-  MAILROOM_API_KEY: optional(text),
+  // A full access key: one a guess finds, or of spaces an operator cannot type back, locks nobody out but the operator.
+  MAILROOM_API_KEY: optional(matching(/^\S{16,}$/, 'must be at least 16 characters, none of them spaces')),
   LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
   BODY_LIMIT: variable(matching(SIZE, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
@@ -164,8 +165,9 @@ const VARIABLES = {
   DELIVERY_THREADS: variable(whole(1, 16), 1),
   DELIVERY_MAX_ATTEMPTS: variable(whole(1), DEFAULT_DELIVERY.maxAttempts),
   DELIVERY_RETRY_BASE_MS: variable(milliseconds(), DEFAULT_DELIVERY.retryBaseMs),
-  DELIVERY_LEASE_MS: variable(milliseconds(1), DEFAULT_DELIVERY.leaseMs),
-  FANOUT_LEASE_MS: variable(milliseconds(1), DEFAULT_FANOUT.leaseMs),
+  // Leases and timeouts have floors: `60` meant as seconds would time every send out (a send waits half the lease).
+  DELIVERY_LEASE_MS: variable(milliseconds(1000), DEFAULT_DELIVERY.leaseMs),
+  FANOUT_LEASE_MS: variable(milliseconds(1000), DEFAULT_FANOUT.leaseMs),
   FANOUT_CHUNK_SIZE: variable(whole(1, 10_000), DEFAULT_FANOUT.chunkSize),
   HEADERS_TIMEOUT_MS: variable(milliseconds(), 10_000),
   REQUEST_TIMEOUT_MS: variable(milliseconds(), 30_000),
@@ -190,10 +192,10 @@ const VARIABLES = {
   INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
   WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
   ATTACHMENT_PATH_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
-  ATTACHMENT_PATH_TIMEOUT_MS: variable(milliseconds(1, 600_000), 10_000),
-  WEBHOOK_TIMEOUT_MS: variable(milliseconds(1, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
+  ATTACHMENT_PATH_TIMEOUT_MS: variable(milliseconds(100, 600_000), 10_000),
+  WEBHOOK_TIMEOUT_MS: variable(milliseconds(100, 600_000), DEFAULT_WEBHOOKS.timeoutMs),
   // Unset: a minute, or the timeout and half a minute more when that is longer.
-  WEBHOOK_LEASE_MS: optional(milliseconds(1)),
+  WEBHOOK_LEASE_MS: optional(milliseconds(1000)),
   WEBHOOK_CONCURRENCY: variable(whole(1, 1000), DEFAULT_WEBHOOKS.concurrency),
   WEBHOOK_DISABLE_AFTER_FAILED: variable(whole(), DEFAULT_WEBHOOKS.disableAfterFailed),
   WEBHOOK_KEEP_DAYS: variable(whole(1), DEFAULT_WEBHOOKS.keepEndedMs / DAY_MS),

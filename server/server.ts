@@ -52,6 +52,8 @@ export async function startServer(
   });
   try {
     const createdKey = await ensureKey(store, config.apiKey);
+    // Stored and revoked since (by `npm run keys revoke`, say), it is refused: an operator starting with it to get back in should hear why.
+    if (config.apiKey && (await store.apiKeys.findByToken(config.apiKey))?.revoked_at) logger.warn('MAILROOM_API_KEY is a revoked key: requests made with it are refused. Create another with `npm run keys -- create`.');
     // Known once the server listens, when PORT=0 let the system choose; no request is served before.
     let publicUrl = config.publicUrl ?? '';
     const secret = await linkSecret(store, config.unsubscribeSecret);

@@ -418,6 +418,6 @@ export async function migrate(db: Kysely<any>, dialect: DialectName): Promise<vo
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
-    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${String((error as Error)?.message ?? error)}`, { cause: error });
+    throw new Error(`database migration ${failed ? `${failed.migrationName} ` : ''}failed: ${String((error as Error)?.message ?? error)}`, { cause: error });
   }
 }

@@ -2,6 +2,9 @@
 // tokens, newest first, paged; renaming; revoking, after which the token is refused; the last full
 // access key kept (also against two revocations at once); a key revoked by another process refused
 // within a second; and the last use, to the minute.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY_TRUSTED_MS } from '../../server/store/apiKeys.ts';
 import { openStore } from '../../server/store/index.ts';
@@ -90,6 +93,23 @@ describe.each(backends)('API keys on %s', (backend) => {
         const answers = await Promise.all(Array.from({ length: 6 }, () => call('DELETE', `/api-keys/${id}`)));
         expect(answers.map((a) => a.status).sort(), `${permission} round ${round}`).toEqual([200, 404, 404, 404, 404, 404]);
       }
+    }
+  });
+
+  it('warns at start when MAILROOM_API_KEY is a key revoked since, which it then refuses', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-revoked-seed-'));
+    try {
+      const first = await startTestServer('sqlite', { config: { dataDir } });
+      await first.api('POST', '/api-keys', { name: 'the other full access key' });
+      const seeded = ((await first.api('GET', '/api-keys')).data as { id: string; name: string }[]).find((key) => key.name === 'MAILROOM_API_KEY')!;
+      expect((await first.request(`/api-keys/${seeded.id}`, { method: 'DELETE' })).status).toBe(200);
+      await first.close();
+      const second = await startTestServer('sqlite', { config: { dataDir } });
+      expect(second.logs.filter((line) => line.level === 40 && /^MAILROOM_API_KEY is a revoked key/.test(line.msg))).toHaveLength(1);
+      expect((await second.request('/contacts?limit=1')).status).toBe(403);
+      await second.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
