@@ -58,7 +58,7 @@ export function createMetrics(store: Store, logger: Logger, pagePaths: readonly 
   const outbox = new Gauge({ name: 'mailroom_outbox_emails', help: 'Emails by state (their last event), read from the database.', labelNames: ['state'], registers });
   // Counters whose count the database keeps (emails are never deleted, and attempts only grow).
   const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Deliveries finished, by outcome (sent to a relay, delivered, failed, bounced, suppressed), by every worker.', labelNames: ['outcome'], registers });
-  const attempts = new Counter({ name: 'mailroom_delivery_attempts_total', help: 'Delivery tries made by every worker, failed ones included.', registers });
+  const attempts = new Counter({ name: 'mailroom_delivery_attempts_total', help: 'Emails taken up for delivery by every worker, each time: tries at the relay, failed ones included, and the takings that withdrew an email before any (suppressed, canceled).', registers });
   const localCounts = new Counter({
     name: 'mailroom_rate_limit_local_counts_total',
     help: 'Requests this process rate-limited by its own count because the counters shared in PostgreSQL did not answer in time: while it grows, each process enforces the limit alone.',
