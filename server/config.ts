@@ -152,7 +152,7 @@ const VARIABLES = {
   HOST: variable(text, '127.0.0.1'),
   DATA_DIR: variable(text, './data'),
   DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
-  // A full access key: one a guess finds, or of spaces an operator cannot type back, locks nobody out but the operator.
+  // A full access key: a short one can be guessed, and one with spaces (even just one space) cannot be sent back in a header.
   MAILROOM_API_KEY: optional(matching(/^\S{16,}$/, 'must be at least 16 characters, none of them spaces')),
   LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
