@@ -156,7 +156,11 @@ const VARIABLES = {
   MAILROOM_API_KEY: optional(matching(/^\S{16,}$/, 'must be at least 16 characters, none of them spaces')),
   LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
-  BODY_LIMIT: variable(matching(SIZE, 'must be a size such as 4mb, 512kb or 100000'), '4mb'),
+  // Under a kilobyte, most sends could not be made at all (0 refused every body).
+  BODY_LIMIT: variable(
+    then(matching(SIZE, 'must be a size such as 4mb, 512kb or 100000'), (size) => (bytesOf(size) >= 1024 ? size : new Refusal('must be at least 1kb'))),
+    '4mb',
+  ),
   RATE_LIMIT_PER_SECOND: variable(whole(), 10),
   SMTP_URL: optional(url(['smtp:', 'smtps:'], { host: true })),
   SMTP_FINAL: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),

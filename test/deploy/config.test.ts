@@ -80,6 +80,7 @@ describe('loadConfig', () => {
     ['DELIVERY_WORKER', 'no', /DELIVERY_WORKER must be on or off, got "no"/],
     ['LOG_LEVEL', 'verbose', /LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent/],
     ['BODY_LIMIT', 'lots', /BODY_LIMIT must be a size such as 4mb/],
+    ['BODY_LIMIT', '0', /BODY_LIMIT must be at least 1kb/],
     ['SMTP_URL', 'relay.example.com:25', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\//],
     ['DATABASE_URL', 'mysql://u:secret@db/x', /DATABASE_URL must be a URL starting with postgres:\/\/ or postgresql:\/\//],
     ['BOUNCE_DOMAIN', 'localhost', /BOUNCE_DOMAIN must be a domain name such as bounces.example.com, got "localhost"/],
