@@ -55,6 +55,8 @@ export class BroadcastMail {
       if (!broadcast || !status) reason = 'its broadcast no longer exists';
       else if (status === 'canceled') reason = 'the broadcast was canceled';
       else if (!contact) reason = 'the contact was deleted before the email went out';
+      // The row was written to the address the contact had then, now perhaps someone else's.
+      else if (!addressedTo(email, contact)) reason = "the contact's address changed before the email went out";
       else if (contact.unsubscribed) reason = 'the contact unsubscribed before the email went out';
       else if (!members.has(`${contact.id}/${broadcast.segment_id}`)) reason = "the contact left the broadcast's segment before the email went out";
       else if (broadcast.topic_id && subscriptions.get(`${contact.id}/${broadcast.topic_id}`) !== 'opt_in') {
@@ -144,6 +146,11 @@ export class BroadcastMail {
     }
     return found;
   }
+}
+
+/** Whether the email's one recipient is still the contact's address (in any case: one mailbox). */
+function addressedTo(email: Pick<EmailRecord, 'to_addresses'>, contact: RecipientContact): boolean {
+  return (JSON.parse(email.to_addresses) as string[])[0]?.toLowerCase() === contact.email.toLowerCase();
 }
 
 /** Who a broadcast email reads as addressed to: its contact, or once the contact is gone, its address alone. */

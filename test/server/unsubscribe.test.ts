@@ -241,8 +241,9 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     expect(await choice(gone, productTopic)).toBeUndefined();
   });
 
-  it('cancels, sending nothing, an email whose contact unsubscribed, left the topic or the segment, or was deleted before delivery', async () => {
+  it('cancels, sending nothing, an email whose contact unsubscribed, left the topic or the segment, was deleted or changed its address before delivery', async () => {
     const fresh = await contact(`late-${backend}@example.com`, { first_name: 'Late' });
+    const moved = await contact(`moved-${backend}@example.com`);
     const optedOut = await contact(`optout-${backend}@example.com`);
     const left = await contact(`left-${backend}@example.com`);
     const deleted = await contact(`deleted-${backend}@example.com`);
@@ -255,13 +256,16 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
       left: await outbox(b, left, `left-${backend}@example.com`),
       deleted: await outbox(b, deleted, `deleted-${backend}@example.com`),
       stays: await outbox(t, stays, `stays-${backend}@example.com`),
+      moved: await outbox(b, moved, `moved-${backend}@example.com`),
     };
+    // Its old address, which someone else may take, must not get a message made for its new one.
+    expect((await server.client.PATCH('/contacts/{contact_id}', { params: { path: { contact_id: moved } }, body: { email: `elsewhere-${backend}@example.com` } })).response.status).toBe(200);
     await db().updateTable('contacts').set({ unsubscribed: 1 }).where('id', '=', fresh).execute();
     await db().insertInto('contact_topics').values({ contact_id: optedOut, topic_id: productTopic, subscription: 'opt_out', updated_at: now() }).execute();
     await db().deleteFrom('segment_contacts').where('contact_id', '=', left).execute();
     await db().deleteFrom('contacts').where('id', '=', deleted).execute();
     const before = sink.received.length;
-    expect(await worker.runOnce()).toBe(5);
+    expect(await worker.runOnce()).toBe(6);
     await sink.waitFor(before + 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(sink.received.length).toBe(before + 1);
@@ -271,7 +275,7 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
       if (what === 'stays') expect(email?.last_event).toBe('sent');
       else {
         expect(email?.last_event, what).toBe('canceled');
-        expect(email?.last_error, what).toMatch({ optedOut: /topic/, left: /segment/, deleted: /deleted/, unsubscribed: /unsubscribed/ }[what]!);
+        expect(email?.last_error, what).toMatch({ optedOut: /topic/, left: /segment/, deleted: /deleted/, unsubscribed: /unsubscribed/, moved: /address changed/ }[what]!);
       }
     }
     const { data } = await server.client.GET('/emails/{email_id}', { params: { path: { email_id: ids.unsubscribed } } });
