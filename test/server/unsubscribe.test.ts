@@ -148,6 +148,10 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     }
     const everythingPage = await (await fetch(linkOf(received(everything[0]!.email)!).local)).text();
     expect(everythingPage).toContain('all our emails');
+    // Parameters a link tracker or a mail client appends change nothing: the token says who and what.
+    const tracked = await fetch(`${local}?utm_source=newsletter&utm_medium=email`, { headers: { accept: 'text/html' } });
+    expect(tracked.status).toBe(200);
+    expect(await tracked.text()).toContain('Product &lt;updates&gt;');
     expect(await stored(steve)).toEqual({ unsubscribed: 0 });
     expect(await choice(steve, productTopic)).toBeUndefined();
     // The request log keeps the path, never the token, which unsubscribes whoever holds it.
