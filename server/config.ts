@@ -152,8 +152,8 @@ const VARIABLES = {
   HOST: variable(text, '127.0.0.1'),
   DATA_DIR: variable(text, './data'),
   DATABASE_URL: optional(url(['postgres:', 'postgresql:'])),
-  // A full access key: a short one can be guessed, and one with spaces (even just one space) cannot be sent back in a header.
-  MAILROOM_API_KEY: optional(matching(/^\S{16,}$/, 'must be at least 16 characters, none of them spaces')),
+  // A full access key: a short one can be guessed, and one with spaces or past ASCII cannot be sent back in a header.
+  MAILROOM_API_KEY: optional(matching(/^[\x21-\x7E]{16,}$/, 'must be at least 16 characters, printable ASCII without spaces')),
   LOG_LEVEL: variable(oneOf(LOG_LEVELS), 'info'),
   // body-parser's notation (the `bytes` package): a number of bytes, or one with b, kb, mb or gb.
   // Under a kilobyte, most sends could not be made at all (0 refused every body).
