@@ -148,14 +148,15 @@ export class BroadcastMail {
   }
 }
 
-/** Whether the email's one recipient is still the contact's address (in any case: one mailbox). */
-function addressedTo(email: Pick<EmailRecord, 'to_addresses'>, contact: RecipientContact): boolean {
-  return (JSON.parse(email.to_addresses) as string[])[0]?.toLowerCase() === contact.email.toLowerCase();
-}
+/** A broadcast email's one recipient, as its row was written. */
+const recipientAddress = (email: Pick<EmailRecord, 'to_addresses'>): string => (JSON.parse(email.to_addresses) as string[])[0] ?? '';
+
+/** Whether the email's recipient is still the contact's address (in any case: one mailbox). */
+const addressedTo = (email: Pick<EmailRecord, 'to_addresses'>, contact: RecipientContact): boolean => recipientAddress(email).toLowerCase() === contact.email.toLowerCase();
 
 /** Who a broadcast email reads as addressed to: its contact, or once the contact is gone, its address alone. */
 function readingRecipient(email: Pick<EmailRecord, 'to_addresses'>, contact: RecipientContact | undefined): Recipient {
-  return contact ? recipientOf(contact) : { email: (JSON.parse(email.to_addresses) as string[])[0] ?? '', first_name: null, last_name: null, properties: {} };
+  return contact ? recipientOf(contact) : { email: recipientAddress(email), first_name: null, last_name: null, properties: {} };
 }
 
 function recipientOf(contact: RecipientContact): Recipient {

@@ -1,7 +1,7 @@
 // Contacts, newest first, paged by keyset on (created_at, id) over the contacts_newest_first index.
 // Creating, changing and deleting one records its event in the same transaction.
 import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
-import type { ContactTable, Database, DialectName, EventType, Tables } from './database.ts';
+import { isUniqueViolation, type ContactTable, type Database, type DialectName, type EventType, type Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { shared } from './locks.ts';
@@ -86,22 +86,16 @@ export class ContactStore {
       const current = await (this.database.dialect === 'postgres' ? read.forUpdate() : read).executeTakeFirst();
       if (!current) return undefined;
       const changes = change(current);
-      // The address is found by its lower-cased key, which one contact at most may have.
+      // The address is found by its lower-cased key, which the unique index keeps to one contact.
       const key = changes.email === undefined ? {} : { email_key: changes.email.toLowerCase() };
-      if (key.email_key !== undefined && key.email_key !== current.email_key) {
-        const holder = await tx.selectFrom('contacts').select('id').where('email_key', '=', key.email_key).executeTakeFirst();
-        if (holder) throw new AddressTaken(changes.email!);
-      }
       const updated = await tx
         .updateTable('contacts')
         .set({ ...changes, ...key })
         .where('id', '=', current.id)
         .returningAll()
         .executeTakeFirstOrThrow()
-        .catch((error: { code?: string }) => {
-          // Taken meanwhile by a contact made or changed at once: the unique index stands behind the check.
-          if (error.code === '23505' || error.code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AddressTaken(changes.email!);
-          throw error;
+        .catch((error: unknown) => {
+          throw isUniqueViolation(error) ? new AddressTaken(changes.email!) : error;
         });
       await this.events.record(tx, [contactEvent('contact.updated', updated, await segmentsOf(tx, updated.id), updated.updated_at)]);
       return updated;

@@ -325,6 +325,9 @@ export function isUnavailable(error: unknown): boolean {
  */
 export const failureLevel = (error: unknown): 'warn' | 'error' => (isUnavailable(error) && !isStorageFull(error) ? 'warn' : 'error');
 
+/** Whether a write broke a unique index: PostgreSQL's 23505, SQLite's constraint error. */
+export const isUniqueViolation = (error: unknown): boolean => ['23505', 'SQLITE_CONSTRAINT_UNIQUE'].includes((error as { code?: string } | undefined)?.code ?? '');
+
 /** Whether the database refused a write for want of room: SQLite's disk full, PostgreSQL's 53100. */
 export const isStorageFull = (error: unknown): boolean => ['SQLITE_FULL', '53100'].includes((error as { code?: string } | undefined)?.code ?? '');
 

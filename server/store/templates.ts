@@ -1,6 +1,6 @@
 // Templates, found by id or alias.
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { Tables, TemplateTable } from './database.ts';
+import { isUniqueViolation, type Tables, type TemplateTable } from './database.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 import { UUID_FORM } from './timeOrderedId.ts';
 
@@ -64,8 +64,7 @@ export class TemplateStore {
       });
     } catch (error) {
       // Two templates renamed to one alias at once on PostgreSQL: the index refuses the second.
-      const code = (error as { code?: string }).code;
-      if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE') return 'alias_taken';
+      if (isUniqueViolation(error)) return 'alias_taken';
       throw error;
     }
   }
