@@ -31,19 +31,24 @@ export function prepareBroadcast(broadcast: Pick<BroadcastRecord, 'subject' | 'h
 
 /**
  * The preview text as mail clients find it: the first text of the html's body, in an element they
- * show in the inbox list but not in the message. Taken as it is written, placeholders and all.
+ * show in the inbox list but not in the message. Its placeholders are filled as the body's are: the
+ * inbox shows it beside the subject, which is personalized too.
  */
 function withPreviewText(html: Part[], preview: string | null | undefined): Part[] {
   if (!preview) return html;
-  const hidden = `<div style="display:none;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all">${escapeHtml(preview)}</div>`;
+  const hidden: Part[] = [
+    '<div style="display:none;max-height:0;max-width:0;opacity:0;overflow:hidden;mso-hide:all">',
+    ...parseParts(preview).map((part) => (typeof part === 'string' ? escapeHtml(part) : part)),
+    '</div>',
+  ];
   for (const [at, part] of html.entries()) {
     if (typeof part !== 'string') continue;
     const body = BODY_START.exec(part);
     if (!body) continue;
     const end = body.index + body[0].length;
-    return [...html.slice(0, at), part.slice(0, end) + hidden + part.slice(end), ...html.slice(at + 1)];
+    return [...html.slice(0, at), part.slice(0, end), ...hidden, part.slice(end), ...html.slice(at + 1)];
   }
-  return [hidden, ...html];
+  return [...hidden, ...html];
 }
 
 const BODY_START = /<body\b[^>]*>/i;

@@ -55,6 +55,13 @@ describe('personalize', () => {
     expect(personalize(prepareBroadcast({ subject: 's', html: '<p>Hi</p>', text: null, preview_text: null }), steve, URL).html).toBe('<p>Hi</p>');
   });
 
+  it('fills the preview text\'s placeholders for each contact, values escaped as in the body', () => {
+    const prepared = prepareBroadcast({ subject: 's', html: '<p>Hello</p>', text: null, preview_text: 'Hi {{{FIRST_NAME|there}}} & {{{plan}}}' });
+    expect(personalize(prepared, steve, URL).html).toMatch(/^<div style="display:none;[^"]*">Hi Steve &amp; pro<\/div><p>Hello<\/p>$/);
+    expect(personalize(prepared, nameless, URL).html).toContain('>Hi there &amp; </div>');
+    expect(personalize(prepared, { ...steve, first_name: '<b>' }, URL).html).toContain('>Hi &lt;b&gt; &amp; pro</div>');
+  });
+
   it('reads own properties only, and leaves text that is not a placeholder alone', () => {
     const text = '[{{{constructor}}}] [{{{__proto__}}}] [{{{contact.toString}}}] {{{contact.}}} {{{.x}}} {{{contact.plan.x}}} {{ plan }} {{{FIRST_NAME}}';
     // `contact.` and `contact.plan.x` are placeholders naming no property: empty, like any other.
