@@ -70,9 +70,15 @@ export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMe
     ...(email.html ? { html: email.html } : {}),
     ...(text !== undefined && { text }),
     headers: email.headers === null ? undefined : JSON.parse(email.headers),
-    date: new Date(email.created_at),
+    date: new Date(readyAt(email)),
   };
 }
+
+/**
+ * When the message was ready to go out, its Date (RFC 5322 3.6.1): when it was accepted, or a scheduled
+ * one's time. The same on every attempt, so a message sent twice is the same message.
+ */
+const readyAt = ({ created_at, scheduled_at }: Pick<EmailRecord, 'created_at' | 'scheduled_at'>) => (scheduled_at !== null && scheduled_at > created_at ? scheduled_at : created_at);
 
 /** The VERP return path of an email: bounces to it name the email. */
 export const returnPath = (emailId: string, bounceDomain: string) => `bounces+${emailId}@${bounceDomain}`;

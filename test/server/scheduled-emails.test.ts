@@ -49,7 +49,7 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
   const typesOf = async (id: string) => (await call('GET', `/emails/${id}/events`)).body.data.map((event: { type: string }) => event.type);
   const delivered = (subject: string) => sink.received.filter((r) => r.mail.subject === subject);
 
-  it('waits scheduled until its time, then goes to the relay, keeping the time it was scheduled for', async () => {
+  it('waits scheduled until its time, then goes to the relay dated then, keeping the time it was scheduled for', async () => {
     const at = new Date(Date.now() + 4000).toISOString();
     const id = await schedule('On time', at);
     const { body: email } = await call('GET', `/emails/${id}`);
@@ -67,6 +67,8 @@ describe.each(backends)('scheduled emails on %s', (backend) => {
     await running.stop();
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(at));
     expect(delivered('On time')).toHaveLength(1);
+    // Dated when it was ready to go, not when it was accepted (the header has whole seconds).
+    expect(delivered('On time')[0]!.mail.date?.getTime()).toBe(Math.floor(Date.parse(at) / 1000) * 1000);
     expect((await call('GET', `/emails/${id}`)).body).toMatchObject({ last_event: 'sent', scheduled_at: at });
     expect(await typesOf(id)).toEqual(['email.queued', 'email.scheduled', 'email.sent']);
   });
