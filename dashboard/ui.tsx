@@ -278,21 +278,29 @@ const RETRY_LONGEST_MS = 30_000;
 /**
  * Runs `load` when the page opens and whenever `deps` change; a slower, older answer never overwrites a
  * newer one. An answer that says to try again later (503: the server, or its database, out of reach)
- * is tried again while the page is shown, so that a page opened during an outage fills in once it ends.
+ * is tried again while the page is shown, so that a page opened during an outage fills in once it ends;
+ * one that was read already keeps showing what it read meanwhile.
  */
 export function useLoad<T>(load: () => Promise<Outcome<T>>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: MailroomError; loading: boolean }>({ loading: true });
   const [generation, setGeneration] = useState(0);
   const retries = useRef(0);
+  const lastDeps = useRef<unknown[]>();
   useEffect(() => {
     let current = true;
+    // Read again for the same page (a reload, a retry), not for another one.
+    const again = lastDeps.current?.length === deps.length && deps.every((dep, at) => Object.is(dep, lastDeps.current![at]));
+    lastDeps.current = deps;
     let retry: ReturnType<typeof setTimeout> | undefined;
     setState((previous) => ({ ...previous, loading: true }));
     load().then(
       (outcome) => {
         if (!current) return;
-        setState({ data: outcome.data, error: outcome.error, loading: false });
-        if (outcome.error?.statusCode !== 503) return void (retries.current = 0);
+        const outage = outcome.error?.statusCode === 503;
+        // What is on screen stays through an outage (a change that failed reloads the list, which fails
+        // too): the change's own error says what happened, and the list is read again once it ends.
+        setState((previous) => (outage && again && previous.data !== undefined ? { ...previous, loading: false } : { data: outcome.data, error: outcome.error, loading: false }));
+        if (!outage) return void (retries.current = 0);
         retry = setTimeout(() => setGeneration((n) => n + 1), Math.min(RETRY_FIRST_MS * 2 ** retries.current++, RETRY_LONGEST_MS));
       },
       (error: Error) => current && setState({ error: { statusCode: 500, name: 'internal_server_error', message: error.message }, loading: false }),

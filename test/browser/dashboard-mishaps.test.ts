@@ -51,6 +51,25 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.unroute('**/segments');
   });
 
+  it('keeps the list on screen when a change and the reload after it cannot reach the server, and one alert says so', async () => {
+    await api('POST', '/topics', { name: 'Stays shown', default_subscription: 'opt_in' });
+    const page = await open('/topics');
+    await page.getByRole('cell', { name: 'Stays shown', exact: true }).waitFor();
+    let down = true;
+    await page.route(`${server.url}/topics*`, (route) => (down ? route.abort('connectionrefused') : route.continue()));
+    await page.getByLabel('Name').fill('Made later');
+    await page.getByRole('button', { name: 'Create topic' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The server could not be reached' }).waitFor();
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the reload after the failed change has answered
+    expect(await page.getByRole('cell', { name: 'Stays shown', exact: true }).count()).toBe(1);
+    expect(await page.getByRole('alert').count()).toBe(1);
+    down = false;
+    await page.getByRole('button', { name: 'Create topic' }).click();
+    await page.getByRole('cell', { name: 'Made later', exact: true }).waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.unrouteAll();
+  });
+
   it('makes one segment of a double click on Create, however slow the server', async () => {
     const page = await open('/segments');
     let posts = 0;
