@@ -129,8 +129,19 @@ export class BroadcastStore {
    * change waits for a fan-out chunk in progress (it holds the row), and the chunk after it sees
    * `canceled` and stops; the emails of that chunk are committed by then, so they are canceled here
    * too, each with its `email.canceled` event.
+   *
+   * On PostgreSQL each statement sees what was committed before it began: a send committed between the
+   * two moves (a draft becoming `scheduled`) is missed by both, and the broadcast is cancelable when
+   * the refusal looks. The cancel is then made again, rather than refused for a state that allows it.
    */
   async cancel(id: string, now: Date): Promise<Refusal | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const refusal = await this.cancelOnce(id, now);
+      if (attempt === 3 || refusal?.refused !== 'status' || !['scheduled', 'queued'].includes(refusal.status)) return refusal;
+    }
+  }
+
+  private async cancelOnce(id: string, now: Date): Promise<Refusal | undefined> {
     const at = now.toISOString();
     try {
       await this.db.transaction().execute(async (tx) => {

@@ -324,4 +324,21 @@ describe.each(backends)('the broadcast lifecycle on %s', (backend) => {
     }
     expect(sent + deleted).toBe(15);
   });
+  it('cancels a draft being scheduled at that moment, or refuses naming the draft it found; never refuses a cancelable one', async () => {
+    const outcomes = { canceled: 0, refused: 0 };
+    for (let i = 0; i < 40; i++) {
+      const id = await draft();
+      const [send, cancel] = await Promise.all([call('POST', `/broadcasts/${id}/send`, { scheduled_at: 'in 1 hour' }), call('POST', `/broadcasts/${id}/cancel`)]);
+      expect(send.status).toBe(200);
+      if (cancel.status === 200) {
+        outcomes.canceled++;
+        expect((await read(id)).status).toBe('draft');
+      } else {
+        outcomes.refused++;
+        expect(cancel.body.message).toBe('The broadcast is `draft`; only a `scheduled` or `queued` broadcast can be canceled.');
+        expect((await read(id)).status).toBe('scheduled');
+      }
+    }
+    expect(outcomes.canceled + outcomes.refused).toBe(40);
+  });
 });
