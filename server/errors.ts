@@ -23,8 +23,10 @@ export class ApiError extends Error {
   }
 }
 
-export const databaseUnavailable = () =>
-  new ApiError(503, 'service_unavailable', 'The database cannot be reached right now; try again shortly.', { 'Retry-After': '1' });
+export const databaseUnavailable = (message = 'The database cannot be reached right now; try again shortly.') =>
+  new ApiError(503, 'service_unavailable', message, { 'Retry-After': '1' });
+/** The pool gave no connection within DATABASE_CONNECT_TIMEOUT_MS: under a burst, with the database up, as often as when it is down. */
+const noConnectionInTime = (err: unknown) => /timeout exceeded when trying to connect/.test((err as { message?: string } | undefined)?.message ?? '');
 /** Nothing was written: the operator must make room, so a retry is worth it in minutes, not at once. */
 const storageFull = () => new ApiError(503, 'service_unavailable', 'The database has no room left to write; nothing was changed. Try again later.', { 'Retry-After': '60' });
 
@@ -99,7 +101,7 @@ function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError
       { 'Retry-After': '1' },
     );
   }
-  if (isUnavailable(err)) return databaseUnavailable();
+  if (isUnavailable(err)) return databaseUnavailable(noConnectionInTime(err) ? 'No database connection came free in time: the database is busy or out of reach. Try again shortly.' : undefined);
   const e = err as ValidatorError & { type?: string; expose?: boolean; limit?: number; charset?: string; encoding?: string };
   switch (e.type) {
     case 'entity.parse.failed':

@@ -161,6 +161,34 @@ describe.skipIf(!backends.includes('postgres'))('PostgreSQL refusing connections
   });
 });
 
+describe.skipIf(!backends.includes('postgres'))('PostgreSQL up, every pooled connection busy', () => {
+  let server: TestServer;
+  let schema: Awaited<ReturnType<typeof namedSchema>>;
+  beforeAll(async () => {
+    schema = await namedSchema();
+    server = await startTestServer('postgres', { config: { databaseUrl: schema.url, databaseConnectTimeoutMs: 300 } });
+  });
+  afterAll(async () => {
+    await server.close();
+    await schema.drop();
+  });
+
+  it('answers 503 saying no connection came free in time, not that the database cannot be reached', async () => {
+    const { db } = server.store.database;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = Array.from({ length: server.store.database.poolUsage!().max }, () => db.connection().execute(() => released));
+    await eventually(async () => server.store.database.poolUsage!().idle === 0 && server.store.database.poolUsage!().total === server.store.database.poolUsage!().max, 'every connection is held');
+    const answer = await server.request('/contacts?limit=1');
+    release();
+    await Promise.all(held);
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(await answer.json()).toEqual({ statusCode: 503, name: 'service_unavailable', message: 'No database connection came free in time: the database is busy or out of reach. Try again shortly.' });
+    expect((await server.request('/contacts?limit=1')).status).toBe(200);
+  });
+});
+
 describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server that stops answering', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof postgresProxy>>;
