@@ -10,7 +10,7 @@ import type { LookupFunction } from 'node:net';
 import type { Schemas } from '../api.ts';
 import { invalid } from '../errors.ts';
 import { quoted } from '../quoted.ts';
-import { nonPublicHost, publicOnlyLookup } from '../webhooks/endpoint.ts';
+import { namesItsHost, nonPublicHost, publicOnlyLookup } from '../webhooks/endpoint.ts';
 
 export interface AttachmentPathOptions {
   allowPrivate: boolean;
@@ -41,7 +41,7 @@ export async function withFetchedContent(given: GivenAttachment[] | undefined, o
         if (attachment.path === undefined) return attachment as AttachmentWithContent;
         const { path, ...rest } = attachment;
         // The contract's `format: uri` lets through some that no URL parser takes (`http://`, a port past 65535).
-        if (!URL.canParse(path)) throw invalid(`The \`attachments.${index}.path\` must be a URL, such as \`https://files.example.com/invoice.pdf\`.`);
+        if (!URL.canParse(path) || !namesItsHost(path)) throw invalid(`The \`attachments.${index}.path\` must be a URL, such as \`https://files.example.com/invoice.pdf\`.`);
         const bytes = await fetchFile(new URL(path), budget, abort.signal).catch((error) => {
           abort.abort(); // the request is refused: the other fetches are of no use
           throw error instanceof FetchRefused ? invalid(`The \`attachments.${index}.path\` could not be fetched: ${error.message}`) : error;
@@ -70,6 +70,7 @@ async function fetchFile(url: URL, budget: Budget, signal: AbortSignal): Promise
 function urlProblem(url: URL, allowPrivate: boolean): string | undefined {
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) return allowPrivate ? `${quoted(url.href)} is not an http or https URL.` : `${quoted(url.href)} is not https (${ALLOWED_BY}).`;
   if (url.username || url.password) return 'the URL must not hold a user name or password.';
+  if (url.port === '0') return 'its port must be from 1 to 65535.';
   const host = allowPrivate ? undefined : nonPublicHost(url);
   return host && `its host ${host}; files are fetched only from public addresses (${ALLOWED_BY}).`;
 }

@@ -16,6 +16,7 @@ export function endpointProblem(endpoint: string, allowPrivate: boolean): string
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
     return allowPrivate ? 'The `endpoint` must be an http or https URL.' : 'The `endpoint` must be an https URL (the server allows http with WEBHOOK_ALLOW_PRIVATE=true).';
   }
+  if (!namesItsHost(endpoint)) return 'The `endpoint` must be written as the scheme, `//` and a host, such as `https://hooks.example.com/mailroom`.';
   // `https://@host` parses with an empty user name: any `@` before the host is refused.
   const authority = endpoint.slice(endpoint.indexOf('//') + 2).split(/[/?#\\]/, 1)[0]!;
   if (url.username || url.password || authority.includes('@')) return 'The `endpoint` must not hold a user name or password.';
@@ -26,6 +27,13 @@ export function endpointProblem(endpoint: string, allowPrivate: boolean): string
   const kind = hostKind(host);
   return kind && `The \`endpoint\` host ${host} is ${kind}; webhooks go only to public addresses ${ALLOWED_BY}.`;
 }
+
+/**
+ * Whether a URL is written with its host right after `scheme://`. Parsers disagree on `https:///internal/x`:
+ * WHATWG's reads the host `internal`, RFC 3986's no host at all, so what was checked may not be what
+ * another reader of the stored URL reaches.
+ */
+export const namesItsHost = (url: string): boolean => /^[a-z][a-z\d+.-]*:\/\/[^/?#\\]/i.test(url);
 
 /**
  * What is wrong with the host of a URL the server is about to post to, or undefined: the rules of

@@ -141,13 +141,16 @@ describe.each(backends)('attachments by path on %s', (backend) => {
     expect(await neither.json()).toMatchObject({ name: 'missing_required_field', message: 'Missing `attachments.0.content` or `attachments.0.path` field.' });
   });
 
-  it('refuses a path the contract\'s URL format lets through but no URL parser takes, with nothing stored', async () => {
+  it('refuses a path the contract\'s URL format lets through but no URL parser takes, or parsers read apart, with nothing stored', async () => {
     const before = (await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
-    for (const path of ['http://', 'https://', 'http://127.0.0.1:99999/x']) {
+    // `http:///127.0.0.1/x`: the host 127.0.0.1 to WHATWG's parser, none to RFC 3986's.
+    for (const path of ['http://', 'https://', 'http://127.0.0.1:99999/x', 'http:///127.0.0.1/x']) {
       const answer = await send([{ content: 'aGk=', filename: 'a.txt' }, { path, filename: 'b.txt' }]);
       expect(answer.status, path).toBe(422);
       expect(await answer.json(), path).toEqual({ statusCode: 422, name: 'validation_error', message: 'The `attachments.1.path` must be a URL, such as `https://files.example.com/invoice.pdf`.' });
     }
+    // Port 0 parses, and Node would connect to the scheme's port instead.
+    expect(await (await send([{ path: 'http://127.0.0.1:0/x', filename: 'b.txt' }])).json()).toMatchObject({ statusCode: 422, message: 'The `attachments.0.path` could not be fetched: its port must be from 1 to 65535.' });
     const after = (await server.store.database.db.selectFrom('emails').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n;
     expect(Number(after)).toBe(Number(before));
   });

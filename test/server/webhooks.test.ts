@@ -14,6 +14,8 @@ const REFUSED: [string, RegExp][] = [
   ['https://user:secret@hooks.example.com/in', /user name or password/],
   ['https://@hooks.example.com/in', /user name or password/],
   ['https://hooks.example.com:0/in', /port must be from 1 to 65535/],
+  // Read as the host `internal` by WHATWG's parser and as no host by RFC 3986's.
+  ['https:///internal/in', /scheme, `\/\/` and a host/],
   ['https://localhost/in', /localhost/],
   ['https://LOCALHOST./in', /localhost/],
   ['https://api.localhost:8443/in', /localhost/],
