@@ -111,10 +111,12 @@ export function holdingRefusal(parse: RequestHandler): RequestHandler {
 }
 
 /**
- * An operation that takes no JSON body (the one-click unsubscribe takes a form) refuses a JSON one for
- * its media type, 415, in the request check, however the JSON reads: its refusal is not held for it.
+ * Only an operation that takes a JSON body has it judged. One that takes a form (the one-click
+ * unsubscribe) refuses a JSON one for its media type, 415, in the request check, however the JSON
+ * reads; one that takes no body at all (a cancel, a publish) ignores whatever came, as it would any
+ * other bytes: its contract declares no 400.
  */
 export const refuseHeldBody: RequestHandler = (req, res, next) => {
   const content = (req.openapi?.schema as { requestBody?: { content?: Record<string, unknown> } } | undefined)?.requestBody?.content;
-  next(content && !('application/json' in content) ? undefined : res.locals.bodyRefusal);
+  next(content && 'application/json' in content ? res.locals.bodyRefusal : undefined);
 };

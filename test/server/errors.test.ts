@@ -104,6 +104,14 @@ describe.each(backends)('errors on %s', (backend) => {
       expect(await post('{"email": ')).toMatchObject({ status: 400, body: errorBody(400, 'invalid_json') });
     });
 
+    it('ignores whatever body comes with an operation that takes none, malformed JSON too, as its contract declares no 400', async () => {
+      const { data: template } = await server.client.POST('/templates', { body: { name: 'Body ignored', html: '<p>Hi</p>' } });
+      const publish = await call(`/templates/${template!.id}/publish`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a": ' });
+      expect(publish).toMatchObject({ status: 200, body: { object: 'template', id: template!.id } });
+      const cancel = await call('/emails/4c2e7a3f-1b9d-4e8a-9f6b-2d7c8e1a5b30/cancel', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[[[' });
+      expect(cancel).toMatchObject({ status: 404, body: errorBody(404, 'not_found') });
+    });
+
     it('answers 413 payload_too_large over the body limit', async () => {
       const res = await post(JSON.stringify({ email: 'a@b.dev', first_name: 'x'.repeat(20_000) }));
       expect(res).toMatchObject({ status: 413, body: errorBody(413, 'payload_too_large') });
