@@ -1534,7 +1534,7 @@ export interface components {
             properties: components["schemas"]["ContactProperties"];
         };
         /**
-         * @description A first or last name; absent when never given.
+         * @description A first or last name; absent when the contact has none (never given, or cleared with null).
          * @example Steve
          */
         PersonName: string;
@@ -2214,15 +2214,25 @@ export interface components {
             failed?: components["schemas"]["EmailEventFailure"];
             suppressed?: components["schemas"]["EmailEventSuppression"];
         };
+        /**
+         * @description `Permanent` bounces put the address on the suppression list; `Transient` may pass on a later try.
+         * @enum {string}
+         */
+        BounceType: "Permanent" | "Transient" | "Undetermined";
+        /**
+         * @description What kind of refusal it was.
+         * @enum {string}
+         */
+        BounceSubType: "General" | "NoEmail" | "MailboxFull" | "MessageTooLarge" | "ContentRejected" | "Undetermined";
+        /**
+         * @description How the address came onto the suppression list.
+         * @enum {string}
+         */
+        SuppressionReason: "previous_bounce" | "previous_complaint" | "manual";
         /** @description How the recipient's server refused the email. */
         EmailEventBounce: {
-            /**
-             * @description `Permanent` suppresses the address; `Transient` may pass on a later try.
-             * @enum {string}
-             */
-            type: "Permanent" | "Transient" | "Undetermined";
-            /** @enum {string} */
-            subType: "General" | "NoEmail" | "MailboxFull" | "MessageTooLarge" | "ContentRejected" | "Undetermined";
+            type: components["schemas"]["BounceType"];
+            subType: components["schemas"]["BounceSubType"];
             /** @description A sentence saying what happened. */
             message: string;
             /** @description The server's own replies, as it gave them. */
@@ -2241,8 +2251,7 @@ export interface components {
         EmailEventSuppression: {
             /** @constant */
             type: "OnAccountSuppressionList";
-            /** @enum {string} */
-            reason: "previous_bounce" | "previous_complaint" | "manual";
+            reason: components["schemas"]["SuppressionReason"];
             message: string;
             diagnosticCode: string[];
         };
@@ -2441,6 +2450,8 @@ export interface components {
          * @example FIRST_NAME
          */
         TemplateVariableKey: string;
+        /** @description The variables the template declares. */
+        TemplateVariables: components["schemas"]["TemplateVariable"][];
         /** @description A variable a template declares, with its type and an optional fallback. */
         TemplateVariable: {
             key: components["schemas"]["TemplateVariableKey"];
@@ -2515,8 +2526,7 @@ export interface components {
              *     generated from `html` when sending.
              */
             text?: components["schemas"]["TextBody"];
-            /** @description The variables the template declares. */
-            variables?: components["schemas"]["TemplateVariable"][];
+            variables?: components["schemas"]["TemplateVariables"];
         };
         /** @description A template as lists show it, without its content. */
         TemplateSummary: {
@@ -2561,7 +2571,7 @@ export interface components {
             /** @description The plain-text body, or null to generate it from `html` when sending. */
             text?: components["schemas"]["TextBody"] | null;
             /** @description The variables the template declares, replacing the ones it had. */
-            variables?: components["schemas"]["TemplateVariable"][];
+            variables?: components["schemas"]["TemplateVariables"];
         };
         /** @description Confirms that a template was deleted. */
         DeletedTemplate: {
@@ -2907,16 +2917,8 @@ export interface components {
         };
         /** @description How the email bounced. */
         WebhookEventBounce: {
-            /**
-             * @description `Permanent` bounces put the address on the suppression list.
-             * @enum {string}
-             */
-            type: "Permanent" | "Transient" | "Undetermined";
-            /**
-             * @description What kind of refusal it was.
-             * @enum {string}
-             */
-            subType: "General" | "NoEmail" | "MailboxFull" | "MessageTooLarge" | "ContentRejected" | "Undetermined";
+            type: components["schemas"]["BounceType"];
+            subType: components["schemas"]["BounceSubType"];
             /** @description The refusal, for a person to read. */
             message: string;
             /** @description The receiving server's diagnostic codes, such as `smtp; 550 5.1.1 user unknown`. */
@@ -2939,11 +2941,7 @@ export interface components {
              * @constant
              */
             type: "OnAccountSuppressionList";
-            /**
-             * @description How the address came onto the suppression list.
-             * @enum {string}
-             */
-            reason: "previous_bounce" | "previous_complaint" | "manual";
+            reason: components["schemas"]["SuppressionReason"];
             /** @description The suppression, for a person to read. */
             message: string;
             /** @description Empty. */
@@ -5670,14 +5668,14 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many broadcasts to return. Without it every broadcast is returned in one response.
+                 * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: number;
-                /** @description Return the broadcasts that come after this broadcast id (older ones); the id itself is left out. Cannot be combined with `before`. */
-                after?: components["schemas"]["Uuid"];
-                /** @description Return the broadcasts that come before this broadcast id (newer ones); the id itself is left out. Cannot be combined with `after`. */
-                before?: components["schemas"]["Uuid"];
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
             };
             header?: never;
             path?: never;
