@@ -289,7 +289,13 @@ function settledOnce(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-const reasonOf = (error: unknown) => String((error as Error)?.message ?? error).slice(0, 500);
+const reasonOf = (error: unknown) => {
+  const message = String((error as Error)?.message ?? error);
+  // OpenSSL's own words come with its codes and a source path: `…:SSL routines:ssl3_get_record:wrong version number:../deps/…`.
+  const tls = /^[\dA-F]+:error:[\dA-F]+:SSL routines:[^:]*:([^:]+)/.exec(message);
+  if (tls) return `TLS with the relay failed: ${tls[1]} (smtps:// speaks TLS from the start, smtp:// upgrades with STARTTLS)`;
+  return message.trim().slice(0, 500);
+};
 
 /** Why a delivery waits for recipients the relay put off (4xx), in its own words for the first of them. */
 const deferral = (deferred: Refusal[]) => `the relay deferred ${deferred.map((d) => d.address).join(', ')}: ${deferred[0]!.reply}`.slice(0, 500);
