@@ -61,7 +61,7 @@ export function createMailroomClient(options: MailroomClientOptions) {
   const baseFetch = options.fetch ?? globalThis.fetch;
   const fetch = options.retry ? retryingFetch(baseFetch, options.retry === true ? {} : options.retry) : baseFetch;
   const api: Client<paths, 'application/json'> = createClient<paths, 'application/json'>({ baseUrl: options.baseUrl, fetch });
-  api.use(bearer(apiKey));
+  api.use(bearer(apiKey), errorInContractShape);
   // With retries on, every send carries a key, so that a retried send is never sent twice.
   const keyFor = (given?: string) => given ?? (options.retry ? globalThis.crypto.randomUUID() : undefined);
   const idempotency = (given?: string) => {
@@ -128,6 +128,37 @@ export function createMailroomClient(options: MailroomClientOptions) {
   // The raw openapi-fetch client (GET, POST, …) stays available beside the helpers.
   return Object.assign(api, { contacts, emails, broadcasts, templates, health });
 }
+
+/**
+ * A refusal whose body is not the contract's error (a proxy's HTML page for a 502, an empty 500) is
+ * answered as one that says what happened, so that `error` is always a MailroomError, with a message to
+ * show. Retry-After is kept.
+ */
+const errorInContractShape: Middleware = {
+  async onResponse({ response }) {
+    if (response.ok) return undefined;
+    const body = (await response.clone().json().catch(() => null)) as Partial<MailroomError> | null;
+    if (typeof body?.name === 'string' && typeof body.message === 'string' && body.message !== '') return undefined;
+    const status = `${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
+    const error: MailroomError = {
+      statusCode: response.status,
+      name: NAMED_STATUS[response.status] ?? (response.status >= 500 ? 'service_unavailable' : 'validation_error'),
+      message: `The server answered ${status}, without saying why.${response.status >= 500 ? ' Try again in a moment.' : ''}`,
+    };
+    const retryAfter = response.headers.get('retry-after');
+    return Response.json(error, { status: response.status, statusText: response.statusText, headers: retryAfter ? { 'retry-after': retryAfter } : {} });
+  },
+};
+
+/** The error names of the statuses a proxy in front of the server answers with a page of its own. */
+const NAMED_STATUS: Partial<Record<number, MailroomError['name']>> = {
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limit_exceeded',
+  500: 'internal_server_error',
+};
 
 function bearer(apiKey: string): Middleware {
   return {

@@ -25,23 +25,8 @@ function answeringFetch(onKeyRefused: (() => void) | undefined): typeof fetch {
       return Response.json(UNREACHABLE, { status: UNREACHABLE.statusCode });
     }
     if (response.ok) return response;
-    const body = (await response.clone().json().catch(() => null)) as MailroomError | null;
-    if (response.status === 403 && onKeyRefused && body?.name === 'invalid_api_key') onKeyRefused();
-    return typeof body?.message === 'string' && body.message !== '' ? response : inContractShape(response);
+    // A refusal that is not the contract's error is made one by the client (client/index.ts).
+    if (response.status === 403 && onKeyRefused && ((await response.clone().json().catch(() => null)) as MailroomError | null)?.name === 'invalid_api_key') onKeyRefused();
+    return response;
   };
-}
-
-/**
- * A refusal whose body is not the contract's error (a proxy's HTML page for a 502, say), given one that
- * says what happened, so that the page shows a message rather than an empty box. Retry-After is kept.
- */
-function inContractShape(response: Response): Response {
-  const status = `${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
-  const error: MailroomError = {
-    statusCode: response.status,
-    name: response.status >= 500 ? 'service_unavailable' : 'internal_server_error',
-    message: `The server answered ${status}, without saying why. Try again in a moment.`,
-  };
-  const retryAfter = response.headers.get('retry-after');
-  return Response.json(error, { status: response.status, statusText: response.statusText, headers: retryAfter ? { 'retry-after': retryAfter } : {} });
 }

@@ -139,6 +139,33 @@ describe('retries', () => {
   });
 });
 
+describe('refusals that are not the contract\'s error (a proxy in front of the server)', () => {
+  let server: Server;
+  let baseUrl = '';
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url!.startsWith('/contacts?')) return void res.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html', 'retry-after': '5' }).end('<html><body><h1>502 Bad Gateway</h1></body></html>');
+      if (req.url === '/emails') return void res.writeHead(500).end();
+      res.writeHead(413, { 'content-type': 'application/json' }).end('{"error":"too big"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('gives an error in the contract\'s shape, with a message, so that `if (error)` and `error.message` work', async () => {
+    const mailroom = createMailroomClient({ apiKey: 're_x', baseUrl });
+    const page = await mailroom.contacts.list({ limit: 1 });
+    expect(page.error).toEqual({ statusCode: 502, name: 'service_unavailable', message: 'The server answered 502 Bad Gateway, without saying why. Try again in a moment.' });
+    expect(page.response.headers.get('retry-after')).toBe('5');
+    const sent = await mailroom.emails.send({ from: 'a@acme.dev', to: 'b@example.com', subject: 's', text: 'x' });
+    expect(sent.data).toBeUndefined();
+    expect(sent.error).toEqual({ statusCode: 500, name: 'internal_server_error', message: 'The server answered 500 Internal Server Error, without saying why. Try again in a moment.' });
+    const created = await mailroom.contacts.create({ email: 'x@example.com' });
+    expect(created.error).toEqual({ statusCode: 413, name: 'payload_too_large', message: 'The server answered 413 Payload Too Large, without saying why.' });
+  });
+});
+
 it('client/ bundles for the browser with no Node built-ins', async () => {
   const bundle = await build({ entryPoints: ['client/index.ts'], bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent' });
   const code = bundle.outputFiles[0]!.text;
