@@ -15,7 +15,7 @@ import { parseParts, type Part, type PreparedBroadcast } from './placeholders.ts
 export { personalize, personalizeSubject, PersonalizedTooLong, type Personalized, type PreparedBroadcast, type Recipient } from './placeholders.ts';
 
 // Private-use characters around a placeholder's index stand in for it while html-to-text runs: they
-// are not whitespace (so lines never wrap inside them) and have no case (headings are upper-cased).
+// are not whitespace, so lines never wrap inside them.
 const MARK_OPEN = '\uE000';
 const MARK_CLOSE = '\uE001';
 const MARKS = /[\uE000\uE001]/g;

@@ -8,6 +8,7 @@
 // bounce finds its email whatever the remote server kept of it, and the relay is asked for delivery
 // status notifications of failure and delay (RFC 3461), sent only to relays that advertise DSN.
 import { createRequire } from 'node:module';
+import type { HtmlToTextOptions } from 'html-to-text';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
@@ -24,13 +25,32 @@ export interface OutgoingMessage extends MessageFields {
 // the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
 // html template (server/broadcasts/personalize.ts). html-to-text is loaded at the first conversion:
 // a server that has sent nothing, and its delivery thread, would each hold about 1.5 MB of it.
+//
+// Email html is laid out in tables: each row is a line and its cells are set apart by a space (by
+// default they ran together, `ItemQtyPrice`), and a cell holding blocks keeps them. Headings keep
+// their case: upper-casing one upper-cases the names and values placed in it too.
+const PLAIN_TEXT: HtmlToTextOptions = {
+  wordwrap: 78,
+  formatters: {
+    cell: (elem, walk, builder) => {
+      walk(elem.children, builder);
+      builder.addInline(' ');
+    },
+  },
+  selectors: [
+    { selector: 'tr', format: 'block', options: { leadingLineBreaks: 1, trailingLineBreaks: 1 } },
+    { selector: 'td', format: 'cell' },
+    { selector: 'th', format: 'cell' },
+    ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
+  ],
+};
 let convert: ((html: string) => string) | undefined;
 /** The last body converted: a batch often sends one body to many recipients, one after another. */
 let last: { html: string; text: string } | undefined;
 
 export function plainText(html: string): string {
   if (last?.html !== html) {
-    convert ??= (createRequire(import.meta.url)('html-to-text') as typeof import('html-to-text')).compile({ wordwrap: 78 });
+    convert ??= (createRequire(import.meta.url)('html-to-text') as typeof import('html-to-text')).compile(PLAIN_TEXT);
     last = { html, text: convert(html) };
   }
   return last.text;

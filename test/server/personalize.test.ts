@@ -73,7 +73,7 @@ describe('personalize', () => {
     const prepared = prepareBroadcast({ subject: 's', html, text: null });
     expect(prepared.text).toContainEqual({ name: 'RESEND_UNSUBSCRIBE_URL', fallback: undefined });
     const forSteve = personalize(prepared, steve, URL).text!;
-    expect(forSteve).toContain('HELLO Steve');
+    expect(forSteve).toContain('Hello Steve');
     expect(forSteve).toContain(`Unsubscribe [${URL}]`);
     expect(personalize(prepared, nameless, URL).text).toContain('my dear friend');
     // The source's own private-use characters cannot pass for a placeholder.

@@ -116,7 +116,7 @@ describe.each(backends)('broadcast emails and one-click unsubscribe on %s', (bac
     expect(toSteve.raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r$/m);
     const { url } = linkOf(toSteve);
     expect(toSteve.mail.html).toContain(`<a href="${url}">Unsubscribe</a>`);
-    expect(toSteve.mail.text).toContain(`HELLO Steve`);
+    expect(toSteve.mail.text).toContain(`Hello Steve`);
     expect(toSteve.mail.text).toContain(`Unsubscribe [${url}]`);
 
     const toAnon = received(everything[1]!.email)!;
