@@ -211,9 +211,10 @@ function header(name: string, words: string[]): string {
   let lineLength = out.length;
   for (const [index, word] of words.entries()) {
     // Fold before a word that would pass the line; right after the name only when the word then fits
-    // (a long encoded word after a long name); never before an empty word (two spaces in a row),
-    // which would leave a line of only a space.
-    if (word !== '' && lineLength + 1 + word.length > HEADER_LINE && (index > 0 || 1 + word.length <= HEADER_LINE)) {
+    // (a long encoded word after a long name); never before a word of only whitespace (two spaces in
+    // a row, tabs), which would leave a line of only whitespace: RFC 5322 forbids one, and some
+    // readers take it for the end of the headers.
+    if (/[^ \t]/.test(word) && lineLength + 1 + word.length > HEADER_LINE && (index > 0 || 1 + word.length <= HEADER_LINE)) {
       out += `\r\n ${word}`;
       lineLength = 1 + word.length;
     } else {

@@ -94,6 +94,15 @@ describe('the MIME builder', () => {
     }
   });
 
+  it('never folds a header into a line of only whitespace (RFC 5322 section 4), with runs of spaces and tabs in a value', async () => {
+    const subject = `${'x'.repeat(60)} ${'\t'.repeat(20)} ${'y'.repeat(70)}  ${'z'.repeat(70)}`;
+    const raw = buildMessage({ ...base, subject, headers: { 'X-Note': subject } });
+    const head = raw.toString('latin1').slice(0, raw.indexOf('\r\n\r\n'));
+    expect(head.split('\r\n').filter((line) => /^[ \t]*$/.test(line))).toEqual([]);
+    const parsed = await simpleParser(raw);
+    expect(parsed.subject).toBe(subject);
+  });
+
   it('writes structured custom headers as given, folded only at their spaces, never as encoded words', async () => {
     const url = `https://acme.dev/unsubscribe/${'t'.repeat(915)}`; // 944 characters, no space to fold at
     const references = Array.from({ length: 20 }, (_, i) => `<message-${i}@acme.dev>`).join(' ');
