@@ -212,5 +212,24 @@ function requestLog(logger: Logger): RequestHandler {
   };
 }
 
-/** An unsubscribe or download link's token works for whoever holds it: logs keep the path, not the token. */
-const withoutToken = (url: string) => url.replace(/^\/(unsubscribe|attachments)\/[^/?#]+/, '/$1/…');
+/**
+ * An unsubscribe or download link's token works for whoever holds it: logs keep the path, not the
+ * token, however the path is spelled (`/Unsubscribe/…`, `/%75nsubscribe/…`, answered 404). Nor do they
+ * keep a query parameter's value when its name says it is a secret (`?api_key=re_…`).
+ */
+function withoutToken(url: string): string {
+  const at = url.search(/[?#]/);
+  const [path, rest] = at < 0 ? [url, ''] : [url.slice(0, at), url.slice(at)];
+  const segments = path.split('/');
+  const first = segments.findIndex((segment) => segment !== '');
+  if (first >= 0 && first + 1 < segments.length && /^(unsubscribe|attachments)$/i.test(decodedOrSo(segments[first]!))) segments[first + 1] = '…';
+  return segments.join('/') + rest.replace(/([?&][^=&#]*(?:key|token|secret|password|signature)[^=&#]*=)[^&#]*/gi, '$1…');
+}
+
+const decodedOrSo = (segment: string) => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};

@@ -293,6 +293,19 @@ describe.each(backends)('errors on %s', (backend) => {
       expect(server.logs).toContainEqual(expect.objectContaining({ reqId: 'trace-me-123', method: 'GET', url: '/health', status: 200 }));
     });
 
+    it('logs no link token however its path is spelled, and no query value named as a secret', async () => {
+      const secrets = ['TOKENupper0000000000000000000000', 'TOKENencoded00000000000000000000', 'TOKENattach00000000000000000000', 're_querysecret00000000000000000'];
+      await server.request(`/Unsubscribe/${secrets[0]}`);
+      await server.request(`/%75nsubscribe/${secrets[1]}?x=1`);
+      await server.request(`//attachments/${secrets[2]}`);
+      await server.request(`/contacts?api_key=${secrets[3]}&limit=1`);
+      await new Promise((r) => setTimeout(r, 20));
+      const logged = JSON.stringify(server.logs);
+      for (const secret of secrets) expect(logged).not.toContain(secret);
+      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/%75nsubscribe/…?x=1' }));
+      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/contacts?api_key=…&limit=1' }));
+    });
+
     it('keeps a request id only when it is at most 200 printable characters; otherwise it makes one', async () => {
       for (const given of ['x'.repeat(201), 'caf\u00e9-id']) {
         const res = await server.request('/health', { headers: { 'x-request-id': given } });
