@@ -175,10 +175,13 @@ const VARIABLES = {
   FANOUT_CHUNK_SIZE: variable(whole(1, 10_000), DEFAULT_FANOUT.chunkSize),
   HEADERS_TIMEOUT_MS: variable(milliseconds(), 10_000),
   REQUEST_TIMEOUT_MS: variable(milliseconds(), 30_000),
-  KEEP_ALIVE_TIMEOUT_MS: variable(milliseconds(), 5_000),
+  // Node waits a second past it before it closes the socket: that second must fit its timer too.
+  KEEP_ALIVE_TIMEOUT_MS: variable(milliseconds(0, LONGEST_TIMER_MS - 1_000), 5_000),
   STREAM_STALL_TIMEOUT_MS: variable(milliseconds(), 30_000),
   SHUTDOWN_GRACE_MS: variable(milliseconds(), 10_000),
-  DATABASE_CONNECT_TIMEOUT_MS: variable(milliseconds(), 5_000),
+  // 0 is pg's "wait for ever": a database that takes the connection and never answers would hang
+  // start-up, and every request, for good.
+  DATABASE_CONNECT_TIMEOUT_MS: variable(milliseconds(100), 5_000),
   // pg's own timer for a statement waits 5 s longer than the server's (server/store/database.ts).
   DATABASE_STATEMENT_TIMEOUT_MS: variable(milliseconds(0, LONGEST_TIMER_MS - 5_000), 30_000),
   // A comma-separated list of origins, or `*`; each origin is checked where CORS is set up (server/cors.ts).

@@ -65,11 +65,14 @@ describe('loadConfig', () => {
     ['MAILROOM_API_KEY', ' ', /MAILROOM_API_KEY must be at least 16 characters, printable ASCII without spaces/],
     ['MAILROOM_API_KEY', 're_test_key_1234567€', /MAILROOM_API_KEY must be at least 16 characters, printable ASCII/],
     ['MAILROOM_API_KEY', 're_short', /MAILROOM_API_KEY must be at least 16 characters/],
-    ['DATABASE_CONNECT_TIMEOUT_MS', '2147483648', /DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    ['DATABASE_CONNECT_TIMEOUT_MS', '2147483648', /DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 100 to 2147483647/],
+    // 0 is pg's "wait for ever": a database that takes connections and never answers hung start-up.
+    ['DATABASE_CONNECT_TIMEOUT_MS', '0', /DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 100 to 2147483647/],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '2147483647', /DATABASE_STATEMENT_TIMEOUT_MS must be a whole number from 0 to 2147478647/],
     ['HEADERS_TIMEOUT_MS', '2147483648', /HEADERS_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
     ['REQUEST_TIMEOUT_MS', '2147483648', /REQUEST_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
-    ['KEEP_ALIVE_TIMEOUT_MS', '2147483648', /KEEP_ALIVE_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
+    // Node adds a second to it for its own timer, which then overflowed with a warning at start.
+    ['KEEP_ALIVE_TIMEOUT_MS', '2147483647', /KEEP_ALIVE_TIMEOUT_MS must be a whole number from 0 to 2147482647/],
     ['STREAM_STALL_TIMEOUT_MS', '2147483648', /STREAM_STALL_TIMEOUT_MS must be a whole number from 0 to 2147483647/],
     ['DELIVERY_RETRY_BASE_MS', '2147483648', /DELIVERY_RETRY_BASE_MS must be a whole number from 0 to 2147483647/],
     ['WEBHOOK_LEASE_MS', '2147483648', /WEBHOOK_LEASE_MS must be a whole number from 1000 to 2147483647/],
