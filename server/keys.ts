@@ -1,5 +1,7 @@
 // `npm run keys -- create --name NAME [--permission sending_access]`, `keys list`, `keys revoke ID`:
-// manage API keys in the store that DATA_DIR or DATABASE_URL names.
+// manage API keys in the store that DATA_DIR or DATABASE_URL names. The last full access key is
+// revoked only with --force, as the API never revokes it: with none left, only this command can
+// manage the server again.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createKey, PERMISSIONS, type Permission } from './apiKeys/key.ts';
@@ -12,7 +14,7 @@ import { sqliteFileIn } from './store/sqlite.ts';
 const USAGE = `usage:
   npm run keys -- create --name NAME [--permission full_access|sending_access]
   npm run keys -- list
-  npm run keys -- revoke ID
+  npm run keys -- revoke ID [--force]
   npm run keys -- --help`;
 
 function fail(message: string): never {
@@ -30,7 +32,7 @@ function parse() {
   try {
     return parseArgs({
       allowPositionals: true,
-      options: { name: { type: 'string' }, permission: { type: 'string', default: 'full_access' }, help: { type: 'boolean', short: 'h' } },
+      options: { name: { type: 'string' }, permission: { type: 'string', default: 'full_access' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     });
   } catch (error) {
     // parseArgs explains what was wrong in one line; the stack trace would only bury it.
@@ -83,13 +85,19 @@ try {
     case 'list':
       for (const key of await store.apiKeys.list()) {
         const state = key.revoked_at ? `revoked ${key.revoked_at}` : 'active';
-        process.stdout.write(`${key.id}  ${key.key_hint}…  ${key.permission.padEnd(14)}  ${state.padEnd(32)}  ${key.name}\n`);
+        // A name is anyone's with a full access key: as JSON writes it, so that it cannot move the terminal's cursor or break the line.
+        const name = JSON.stringify(key.name).slice(1, -1);
+        process.stdout.write(`${key.id}  ${key.key_hint}…  ${key.permission.padEnd(14)}  ${state.padEnd(32)}  ${name}\n`);
       }
       break;
-    case 'revoke':
-      if (!(await store.apiKeys.revoke(id!, new Date().toISOString()))) fail(`no active key has the id ${id}`);
+    case 'revoke': {
+      const at = new Date().toISOString();
+      const outcome = values.force ? ((await store.apiKeys.revoke(id!, at)) ? 'revoked' : 'not_found') : await store.apiKeys.revokeUnlessLast(id!, at);
+      if (outcome === 'not_found') fail(`no active key has the id ${id}`);
+      if (outcome === 'last_full_access') fail(`${id} is the last full access key: with it revoked, no API key could manage the server. Create another first, or give --force`);
       process.stdout.write(`Revoked ${id}\n`);
       break;
+    }
   }
 } catch (error) {
   cannotRun((error as Error).message);

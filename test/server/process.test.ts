@@ -106,6 +106,31 @@ describe('the server process', () => {
     await expect(keys('create')).rejects.toMatchObject({ code: 2 });
   });
 
+  it('revokes the last full access key only with --force, and lists a name as text, never as terminal codes', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'mailroom-keys-'));
+    const keys = (...args: string[]) =>
+      run(process.execPath, ['build/keys.js', ...args], { cwd: root, env: { ...env, DATA_DIR: own } }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (error) => error as { code: number; stdout: string; stderr: string },
+      );
+    try {
+      await keys('create', '--name', 'red\u001b[31m alert', '--permission', 'sending_access');
+      await keys('create', '--name', 'only admin');
+      const listed = (await keys('list')).stdout;
+      expect(listed).not.toContain('\u001b');
+      expect(listed).toContain('red\\u001b[31m alert');
+      const id = listed.split('\n').find((line) => line.endsWith('only admin'))!.split(' ')[0]!;
+      const refused = await keys('revoke', id);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(`${id} is the last full access key: with it revoked, no API key could manage the server. Create another first, or give --force`);
+      expect((await keys('list')).stdout.split('\n').find((line) => line.endsWith('only admin'))).toContain('active');
+      expect((await keys('revoke', id, '--force')).stdout).toContain(`Revoked ${id}`);
+      expect((await keys('list')).stdout.split('\n').find((line) => line.endsWith('only admin'))).toContain('revoked');
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a name the contract's ApiKeyName refuses, and says which store it used", async () => {
     const keys = (extra: Record<string, string>, ...args: string[]) =>
       run(process.execPath, ['build/keys.js', ...args], { cwd: root, env: { ...env, ...extra } }).then(
