@@ -242,7 +242,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // An empty variable (`PORT=`) means unset, as it always has: the default applies.
   const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
   const { environment: e, lines } = readEnvironment(given);
-  if (lines.length > 0) throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  // One problem on the line that says it (a supervisor may show one line); several, one a line.
+  if (lines.length === 1) throw new ConfigError(`invalid configuration: ${lines[0]}`);
+  if (lines.length > 1) throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   return {
     port: e.PORT,
     host: e.HOST,

@@ -121,10 +121,13 @@ describe('loadConfig', () => {
 });
 
 describe('the server process', () => {
-  it('stops at start with code 1 and a message naming a bad variable', async () => {
+  it('stops at start with code 1 and a message naming a bad variable: on its one line, or each on a line of its own', async () => {
     const failed = await run(process.execPath, ['build/main.js'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, PORT: 'eighty' } }).catch((error) => error);
     expect(failed.code).toBe(1);
-    expect(failed.stderr).toMatch(/Mailroom could not start: invalid configuration:\n\s+PORT must be a whole number from 0 to 65535, got "eighty"/);
+    expect(failed.stderr).toMatch(/^Mailroom could not start: invalid configuration: PORT must be a whole number from 0 to 65535, got "eighty"$/m);
+    const two = await run(process.execPath, ['build/main.js'], { cwd: root, env: { ...process.env, DATA_DIR: dataDir, PORT: 'eighty', METRICS: 'yes' } }).catch((error) => error);
+    expect(two.code).toBe(1);
+    expect(two.stderr).toMatch(/Mailroom could not start: invalid configuration:\n\s+PORT must be a whole number from 0 to 65535, got "eighty"\n\s+METRICS must be on or off/);
   });
 
   it.each([
