@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { ErrorName } from './api.ts';
 import { resolveRef, type OpenApiDocument } from './contract.ts';
 import { withHead } from './head.ts';
-import { failureLevel, isStorageFull, isUnavailable } from './store/database.ts';
+import { failureLevel, isStorageFull, isUnavailable, noConnectionInTime } from './store/database.ts';
 import { StoreFileGone } from './store/sqlite.ts';
 import { CommitUnconfirmed } from './store/confirmedCommit.ts';
 import { AddressTaken, InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
@@ -25,8 +25,6 @@ export class ApiError extends Error {
 
 export const databaseUnavailable = (message = 'The database cannot be reached right now; try again shortly.') =>
   new ApiError(503, 'service_unavailable', message, { 'Retry-After': '1' });
-/** The pool gave no connection within DATABASE_CONNECT_TIMEOUT_MS: under a burst, with the database up, as often as when it is down. */
-const noConnectionInTime = (err: unknown) => /timeout exceeded when trying to connect/.test((err as { message?: string } | undefined)?.message ?? '');
 /** Nothing was written: the operator must make room, so a retry is worth it in minutes, not at once. */
 const storageFull = () => new ApiError(503, 'service_unavailable', 'The database has no room left to write; nothing was changed. Try again later.', { 'Retry-After': '60' });
 

@@ -210,19 +210,19 @@ export class DeliveryWorker {
     } catch (error) {
       const refusedAll = recipientRefusal(error, message.envelope.to);
       const deferredAll = recipientDeferral(error);
-      if (deferredAll.length > 0) return this.delay(email, deferral(deferredAll), deferredAll, refusedAll);
+      if (deferredAll.length > 0) return this.delay(email, deferral(deferredAll), { deferred: deferredAll, refused: refusedAll });
       if (refusedAll) return this.bounce(email, refusedAll);
       if (isPermanent(error)) return this.fail(email, reasonOf(error));
       // No reply from the relay at all (refused, timed out, broken off): the operator's to mend, unlike
       // a relay that answers "try again later", which mail meets every day.
-      return this.delay(email, reasonOf(error), undefined, undefined, undefined, (error as { responseCode?: number }).responseCode === undefined ? 'warn' : 'info');
+      return this.delay(email, reasonOf(error), { level: (error as { responseCode?: number }).responseCode === undefined ? 'warn' : 'info' });
     }
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
     const text = !broadcast && message.text !== undefined ? message.text : null;
     if (deferred?.length) {
       // The relay took it for the others (unless it refused them all for good): it was sent, to them.
       const took = message.envelope.to.length > deferred.length + (refused?.length ?? 0);
-      return this.delay(email, deferral(deferred), deferred, refused, took ? { messageId: message.messageId, text } : undefined);
+      return this.delay(email, deferral(deferred), { deferred, refused, ...(took && { sent: { messageId: message.messageId, text } }) });
     }
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
@@ -234,9 +234,14 @@ export class DeliveryWorker {
   /**
    * Tries again later, or fails the email once its attempts are spent. `deferred`: the recipients the
    * relay put off (4xx) while it took the message for the others or refused them for good; the next
-   * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now.
+   * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now. `sent`:
+   * the message the relay took for the others. `level`: of the log line.
    */
-  private async delay(email: ClaimedEmail, reason: string, deferred?: Refusal[], refused?: Refusal[], sent?: { messageId: string; text: string | null }, level: 'info' | 'warn' = 'info'): Promise<void> {
+  private async delay(
+    email: ClaimedEmail,
+    reason: string,
+    { deferred, refused, sent, level = 'info' }: { deferred?: Refusal[]; refused?: Refusal[] | undefined; sent?: { messageId: string; text: string | null }; level?: 'info' | 'warn' } = {},
+  ): Promise<void> {
     if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);

@@ -312,11 +312,14 @@ export function isUnavailable(error: unknown): boolean {
   // PostgreSQL's classes 08 (connection), 53 (resources), 57 (operator intervention) and 28 (login refused,
   // as while a password is rotated), and 3D000: the database itself is gone (dropped, renamed).
   if (typeof code === 'string' && (/^(08|53|57|28)/.test(code) || ['3D000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'SQLITE_BUSY'].includes(code))) return true;
-  if (/Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message)) return true;
+  if (noConnectionInTime(error) || /Connection terminated|Query read timeout|Client has encountered a connection error|is not currently accepting connections/.test(message)) return true;
   // An error of the server's own that an outage caused (a commit whose outcome could not be learned).
   const { cause } = (error ?? {}) as { cause?: unknown };
   return cause !== undefined && cause !== error && isUnavailable(cause);
 }
+
+/** The pool gave no connection within DATABASE_CONNECT_TIMEOUT_MS: under a burst, with the database up, as often as when it is down. */
+export const noConnectionInTime = (error: unknown): boolean => /timeout exceeded when trying to connect/.test((error as { message?: string } | undefined)?.message ?? '');
 
 /**
  * How a failure of work the server takes up again (a worker's round, a key's release) is logged: the
