@@ -1105,6 +1105,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List domains
+         * @description Lists the sending domains newest first, one page at a time with `limit` and an `after` or `before` cursor, or all of them without `limit`; records are left out.
+         */
+        get: operations["listDomains"];
+        put?: never;
+        /**
+         * Create a domain
+         * @description Registers a domain to send from, makes its DKIM key, and answers with the DNS records to publish before verifying it.
+         */
+        post: operations["createDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/domains/{domain_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Retrieve a domain
+         * @description Returns one domain with its settings, its DNS records and where the verification of each stands.
+         */
+        get: operations["getDomain"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a domain
+         * @description Removes a domain and its DKIM key; mail from it is no longer signed, and API keys restricted to it can no longer send.
+         */
+        delete: operations["deleteDomain"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a domain
+         * @description Changes a domain's tracking, TLS and capability settings; its records and key stay as they are.
+         */
+        patch: operations["updateDomain"];
+        trace?: never;
+    };
+    "/domains/{domain_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a domain
+         * @description Starts a check of the domain's DNS records; the domain is `pending` until the look-ups end, then `verified`, `failed` or `temporary_failure`.
+         */
+        post: operations["verifyDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-keys": {
         parameters: {
             query?: never;
@@ -1415,6 +1499,66 @@ export interface webhooks {
          * @description Sent when a contact was deleted; `data` is the contact as it was.
          */
         post: operations["contactDeletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "domain.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Domain created
+         * @description Sent when a domain was registered; `data` is the domain with the records to publish.
+         */
+        post: operations["domainCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "domain.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Domain updated
+         * @description Sent when a domain's verification status or a record's status changed, as when a verified domain's DKIM record disappears; `data` is the domain after the change.
+         */
+        post: operations["domainUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "domain.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Domain deleted
+         * @description Sent when a domain was deleted; `data` is the domain as it was.
+         */
+        post: operations["domainDeletedEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2713,15 +2857,15 @@ export interface components {
          *     email withdrawn before it went out.
          * @enum {string}
          */
-        WebhookEventType: "email.scheduled" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted";
+        WebhookEventType: "email.scheduled" | "email.sent" | "email.delivered" | "email.delivery_delayed" | "email.bounced" | "email.complained" | "email.failed" | "email.suppressed" | "email.canceled" | "contact.created" | "contact.updated" | "contact.deleted" | "domain.created" | "domain.updated" | "domain.deleted";
         /**
          * @description An event Resend sends that Mailroom never does: it tracks no opens or clicks, receives no
-         *     mail, and has no domains or inboxes, and it does not post changes to suppressions, topics
+         *     mail, and has no inboxes, and it does not post changes to suppressions, topics
          *     or a contact's topics. A webhook may subscribe to it, so that code written for Resend keeps
          *     working; nothing is ever posted for it.
          * @enum {string}
          */
-        UnsentWebhookEventType: "email.opened" | "email.clicked" | "email.received" | "contact.topics.updated" | "domain.created" | "domain.updated" | "domain.deleted" | "suppression.added" | "suppression.removed" | "topic.created" | "topic.updated" | "topic.deleted" | "inbox.created" | "inbox.updated" | "inbox.deleted" | "inbox.thread.created" | "inbox.thread.folder.updated" | "inbox.thread.assigned" | "inbox.thread.unassigned" | "inbox.thread.labels.updated" | "inbox.email.received" | "inbox.email.sent" | "inbox.draft.created" | "inbox.draft.updated" | "inbox.draft.sent" | "inbox.draft.deleted";
+        UnsentWebhookEventType: "email.opened" | "email.clicked" | "email.received" | "contact.topics.updated" | "suppression.added" | "suppression.removed" | "topic.created" | "topic.updated" | "topic.deleted" | "inbox.created" | "inbox.updated" | "inbox.deleted" | "inbox.thread.created" | "inbox.thread.folder.updated" | "inbox.thread.assigned" | "inbox.thread.unassigned" | "inbox.thread.labels.updated" | "inbox.email.received" | "inbox.email.sent" | "inbox.draft.created" | "inbox.draft.updated" | "inbox.draft.sent" | "inbox.draft.deleted";
         /**
          * @description The events the webhook receives, each at most once.
          * @example [
@@ -2838,7 +2982,7 @@ export interface components {
             /** @description Why the last attempt failed, or null. */
             last_error: string | null;
             /** @description The body posted for the event, as the `webhooks` section gives it for its type. */
-            payload: components["schemas"]["WebhookEventEmailScheduled"] | components["schemas"]["WebhookEventEmailSent"] | components["schemas"]["WebhookEventEmailDelivered"] | components["schemas"]["WebhookEventEmailDeliveryDelayed"] | components["schemas"]["WebhookEventEmailBounced"] | components["schemas"]["WebhookEventEmailComplained"] | components["schemas"]["WebhookEventEmailFailed"] | components["schemas"]["WebhookEventEmailSuppressed"] | components["schemas"]["WebhookEventEmailCanceled"] | components["schemas"]["WebhookEventContactCreated"] | components["schemas"]["WebhookEventContactUpdated"] | components["schemas"]["WebhookEventContactDeleted"];
+            payload: components["schemas"]["WebhookEventEmailScheduled"] | components["schemas"]["WebhookEventEmailSent"] | components["schemas"]["WebhookEventEmailDelivered"] | components["schemas"]["WebhookEventEmailDeliveryDelayed"] | components["schemas"]["WebhookEventEmailBounced"] | components["schemas"]["WebhookEventEmailComplained"] | components["schemas"]["WebhookEventEmailFailed"] | components["schemas"]["WebhookEventEmailSuppressed"] | components["schemas"]["WebhookEventEmailCanceled"] | components["schemas"]["WebhookEventContactCreated"] | components["schemas"]["WebhookEventContactUpdated"] | components["schemas"]["WebhookEventContactDeleted"] | components["schemas"]["WebhookEventDomainCreated"] | components["schemas"]["WebhookEventDomainUpdated"] | components["schemas"]["WebhookEventDomainDeleted"];
         };
         /** @description The id of an event queued to be posted again. */
         WebhookEventRef: {
@@ -3110,6 +3254,8 @@ export interface components {
             id: components["schemas"]["Uuid"];
             name: components["schemas"]["ApiKeyName"];
             permission: components["schemas"]["ApiKeyPermission"];
+            /** @description The domain the key may send from alone, or null when it is not restricted to one. */
+            domain_id: components["schemas"]["Uuid"] | null;
             created_at: components["schemas"]["Timestamp"];
             /** @description When the key last authenticated a request, to the minute (never before `created_at`), or null if never. */
             last_used_at: components["schemas"]["Timestamp"] | null;
@@ -3131,6 +3277,8 @@ export interface components {
             name: components["schemas"]["ApiKeyName"];
             /** @default full_access */
             permission?: components["schemas"]["ApiKeyPermission"];
+            /** @description Restricts a `sending_access` key to sending from this domain alone (its `from` address on it, or on a subdomain of it). */
+            domain_id?: components["schemas"]["Uuid"];
         };
         /** @description The new key's id and its token, shown only this once. */
         CreatedApiKey: {
@@ -3172,6 +3320,232 @@ export interface components {
              * @constant
              */
             status: "ok";
+        };
+        /**
+         * @description A domain you own and send from, such as `acme.dev` or `mail.acme.dev`; kept lower-cased.
+         * @example acme.dev
+         */
+        DomainName: string;
+        /**
+         * @description One label of a subdomain of the domain, kept lower-cased.
+         * @example send
+         */
+        DomainLabel: string;
+        /**
+         * @description Resend's region names, kept so that code written for Resend works; a Mailroom server sends from wherever it runs.
+         * @enum {string}
+         */
+        DomainRegion: "us-east-1" | "eu-west-1" | "sa-east-1" | "ap-northeast-1";
+        /**
+         * @description Where the domain's verification stands: `not_started` until it is first verified; `pending`
+         *     while a check runs; `verified` when every required record was found as given; `failed` when
+         *     one was missing or different; `temporary_failure` when a look-up could not be answered (the
+         *     check is made again).
+         * @enum {string}
+         */
+        DomainStatus: "not_started" | "pending" | "verified" | "failed" | "temporary_failure";
+        /**
+         * @description Where a record's check stands, with the domain's words.
+         * @enum {string}
+         */
+        DomainRecordStatus: "not_started" | "pending" | "verified" | "failed" | "temporary_failure";
+        /**
+         * @description Whether the domain is used for this.
+         * @enum {string}
+         */
+        DomainCapabilityStatus: "enabled" | "disabled";
+        /** @description What the domain is used for. */
+        DomainCapabilities: {
+            sending: components["schemas"]["DomainCapabilityStatus"];
+            receiving: components["schemas"]["DomainCapabilityStatus"];
+        };
+        /** @description What the domain is to be used for; a capability left out stays as it is. */
+        DomainCapabilitiesUpdate: {
+            sending?: components["schemas"]["DomainCapabilityStatus"];
+            receiving?: components["schemas"]["DomainCapabilityStatus"];
+        };
+        /**
+         * @description `opportunistic` sends over TLS when the receiving server offers it; `enforced` only over TLS.
+         * @enum {string}
+         */
+        DomainTls: "opportunistic" | "enforced";
+        /**
+         * @description A DNS record to publish. `name` is relative to the domain (`mailroom._domainkey` for
+         *     `acme.dev` is `mailroom._domainkey.acme.dev`). `DKIM` holds the public key mail from the
+         *     domain is signed with; `SPF` the return path's sender policy, and its MX when the server
+         *     receives bounces; `DMARC` is a suggested policy, checked but not required.
+         */
+        DomainRecord: {
+            /**
+             * @description What the record is for.
+             * @enum {string}
+             */
+            record: "DKIM" | "SPF" | "DMARC";
+            /** @description The record's name, relative to the domain. */
+            name: string;
+            /**
+             * @description The DNS record type.
+             * @enum {string}
+             */
+            type: "TXT" | "MX";
+            /** @description The record's value, as it must be published; a DNS provider may split a long TXT value into strings of 255 characters, which is the same value. */
+            value: string;
+            /**
+             * @description The time to live to give the record; `Auto` leaves it to the DNS provider.
+             * @example Auto
+             */
+            ttl: string;
+            status: components["schemas"]["DomainRecordStatus"];
+            /** @description An MX record's priority; only MX records have one. */
+            priority?: number;
+        };
+        /** @description The records to publish, DKIM first. */
+        DomainRecords: components["schemas"]["DomainRecord"][];
+        /** @description The subdomain tracked links and opens would use, if one is set. */
+        DomainTrackingSubdomain: components["schemas"]["DomainLabel"];
+        /** @description A domain to send from, its settings, and the DNS records that prove it is yours. */
+        Domain: {
+            /**
+             * @description Always `domain`.
+             * @constant
+             */
+            object: "domain";
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["DomainName"];
+            status: components["schemas"]["DomainStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            region: components["schemas"]["DomainRegion"];
+            capabilities: components["schemas"]["DomainCapabilities"];
+            /** @description Whether opens of mail from the domain are to be tracked. */
+            open_tracking: boolean;
+            /** @description Whether clicks on links in mail from the domain are to be tracked. */
+            click_tracking: boolean;
+            tracking_subdomain?: components["schemas"]["DomainTrackingSubdomain"];
+            tls: components["schemas"]["DomainTls"];
+            records: components["schemas"]["DomainRecords"];
+        };
+        /** @description A domain in a list, without its records. */
+        DomainSummary: {
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["DomainName"];
+            status: components["schemas"]["DomainStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            region: components["schemas"]["DomainRegion"];
+            capabilities: components["schemas"]["DomainCapabilities"];
+            /** @description Whether opens are to be tracked. */
+            open_tracking: boolean;
+            /** @description Whether clicks are to be tracked. */
+            click_tracking: boolean;
+            tracking_subdomain?: components["schemas"]["DomainTrackingSubdomain"];
+        };
+        /** @description A list of domains, newest first. */
+        DomainList: {
+            /**
+             * @description Always `list`.
+             * @constant
+             */
+            object: "list";
+            /** @description Whether more domains lie beyond this page in the direction of travel. */
+            has_more: boolean;
+            /** @description The domains, at most `limit` of them. */
+            data: components["schemas"]["DomainSummary"][];
+        };
+        /** @description A domain to register, with Resend's settings. */
+        CreateDomainRequest: {
+            name: components["schemas"]["DomainName"];
+            /** @default us-east-1 */
+            region?: components["schemas"]["DomainRegion"];
+            /**
+             * @description The subdomain of the return path (`send` makes `send.acme.dev`), where bounces come back.
+             * @default send
+             */
+            custom_return_path?: components["schemas"]["DomainLabel"];
+            /**
+             * @description Whether opens are to be tracked.
+             * @default false
+             */
+            open_tracking?: boolean;
+            /**
+             * @description Whether clicks are to be tracked.
+             * @default false
+             */
+            click_tracking?: boolean;
+            /** @default opportunistic */
+            tls?: components["schemas"]["DomainTls"];
+            tracking_subdomain?: components["schemas"]["DomainTrackingSubdomain"];
+            capabilities?: components["schemas"]["DomainCapabilitiesUpdate"];
+        };
+        /** @description The settings to change; those left out stay as they are. */
+        UpdateDomainRequest: {
+            /** @description Whether opens are to be tracked. */
+            open_tracking?: boolean;
+            /** @description Whether clicks are to be tracked. */
+            click_tracking?: boolean;
+            tls?: components["schemas"]["DomainTls"];
+            tracking_subdomain?: components["schemas"]["DomainTrackingSubdomain"];
+            capabilities?: components["schemas"]["DomainCapabilitiesUpdate"];
+        };
+        /** @description The id of a domain that was changed, or whose check started. */
+        DomainRef: {
+            /**
+             * @description Always `domain`.
+             * @constant
+             */
+            object: "domain";
+            id: components["schemas"]["Uuid"];
+        };
+        /** @description Confirms that a domain was deleted. */
+        DeletedDomain: {
+            /**
+             * @description Always `domain`.
+             * @constant
+             */
+            object: "domain";
+            id: components["schemas"]["Uuid"];
+            /**
+             * @description Always `true`.
+             * @constant
+             */
+            deleted: true;
+        };
+        /** @description The domain an event is about, with its records. */
+        WebhookEventDomainData: {
+            id: components["schemas"]["Uuid"];
+            name: components["schemas"]["DomainName"];
+            status: components["schemas"]["DomainStatus"];
+            created_at: components["schemas"]["Timestamp"];
+            region: components["schemas"]["DomainRegion"];
+            records: components["schemas"]["DomainRecords"];
+        };
+        /** @description The body of a `domain.created` delivery. */
+        WebhookEventDomainCreated: {
+            /**
+             * @description Always `domain.created`.
+             * @constant
+             */
+            type: "domain.created";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventDomainData"];
+        };
+        /** @description The body of a `domain.updated` delivery. */
+        WebhookEventDomainUpdated: {
+            /**
+             * @description Always `domain.updated`.
+             * @constant
+             */
+            type: "domain.updated";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventDomainData"];
+        };
+        /** @description The body of a `domain.deleted` delivery. */
+        WebhookEventDomainDeleted: {
+            /**
+             * @description Always `domain.deleted`.
+             * @constant
+             */
+            type: "domain.deleted";
+            created_at: components["schemas"]["Timestamp"];
+            data: components["schemas"]["WebhookEventDomainData"];
         };
     };
     responses: {
@@ -3669,6 +4043,42 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description No domain has this id. */
+        DomainNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description A field is missing or invalid, or the domain is registered already; the message names it. */
+        InvalidDomain: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The API key is unknown or revoked; or the `from` address is on a domain that is registered and not verified, or not on the domain the key is restricted to. */
+        SendForbidden: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description No API key that is not revoked has this id. */
         ApiKeyNotFound: {
             headers: {
@@ -3869,6 +4279,11 @@ export interface components {
          */
         WebhookIdPath: components["schemas"]["Uuid"];
         /**
+         * @description The domain's id.
+         * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+         */
+        DomainIdPath: components["schemas"]["Uuid"];
+        /**
          * @description The API key's id.
          * @example dacf4072-4119-4d88-932f-6202748ac7c8
          */
@@ -4012,7 +4427,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["SendForbidden"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -4067,7 +4482,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
+            403: components["responses"]["SendForbidden"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -6909,6 +7324,238 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    listDomains: {
+        parameters: {
+            query?: {
+                /**
+                 * @description How many items to return. Without it the whole list is returned in one response.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["PageLimit"];
+                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["PageAfter"];
+                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["PageBefore"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of domains, newest first; `has_more` as for contacts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidPageQuery"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    createDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDomainRequest"];
+            };
+        };
+        responses: {
+            /** @description The domain was registered; publish its records, then verify it. */
+            201: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Domain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDomain"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Domain"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DomainNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    deleteDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain was deleted. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedDomain"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DomainNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    updateDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateDomainRequest"];
+            };
+        };
+        responses: {
+            /** @description The domain was updated. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainRef"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DomainNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["InvalidDomain"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    verifyDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check has started; read the domain to follow it. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DomainNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: {
@@ -7684,6 +8331,156 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["WebhookEventContactDeleted"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    domainCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventDomainCreated"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    domainUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventDomainUpdated"];
+            };
+        };
+        responses: {
+            "2XX": components["responses"]["WebhookReceived"];
+        };
+    };
+    domainDeletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The delivery's id, the same on every attempt at it, so that a receiver can drop what it has seen already.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "svix-id": components["parameters"]["SvixIdHeader"];
+                /**
+                 * @description When this attempt was signed, in seconds since 1970; refuse one far from your clock (verifiers allow five minutes).
+                 * @example 1795255445
+                 */
+                "svix-timestamp": components["parameters"]["SvixTimestampHeader"];
+                /**
+                 * @description `v1,` then the base64 HMAC-SHA256 of `<svix-id>.<svix-timestamp>.<body>`, keyed with the
+                 *     base64-decoded part of the webhook's signing secret after `whsec_` (Standard Webhooks). The
+                 *     Resend SDK's `webhooks.verify` checks it. For a day after the secret is rotated, a second
+                 *     signature follows, after a space, made with the previous secret: either one verifies.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "svix-signature": components["parameters"]["SvixSignatureHeader"];
+                /**
+                 * @description The same as `svix-id`, under the name Standard Webhooks libraries read.
+                 * @example msg_p5jXN8AQM9LWM0D4loKWxJek
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description The same as `svix-timestamp`, under the name Standard Webhooks libraries read.
+                 * @example 1795255445
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description The same as `svix-signature`, under the name Standard Webhooks libraries read.
+                 * @example v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEventDomainDeleted"];
             };
         };
         responses: {

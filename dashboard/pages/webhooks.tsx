@@ -12,7 +12,7 @@ type EventType = MailroomSchemas['WebhookEventType'];
 const EVENT_TYPES: Record<EventType, true> = {
   'email.scheduled': true, 'email.sent': true, 'email.delivered': true, 'email.delivery_delayed': true, 'email.bounced': true,
   'email.complained': true, 'email.failed': true, 'email.suppressed': true, 'email.canceled': true, 'contact.created': true,
-  'contact.updated': true, 'contact.deleted': true,
+  'contact.updated': true, 'contact.deleted': true, 'domain.created': true, 'domain.updated': true, 'domain.deleted': true,
 };
 const ALL = Object.keys(EVENT_TYPES) as EventType[];
 

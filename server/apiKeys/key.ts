@@ -28,7 +28,7 @@ export async function createKey(store: Store, name: string, permission: Permissi
 }
 
 function keyRecord(id: string, name: string, permission: Permission, key: string): ApiKeyRecord {
-  return { id, name, permission, key_hash: hashKey(key), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null };
+  return { id, name, permission, key_hash: hashKey(key), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null, domain_id: null };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Store } from '../store/index.ts';
 import { createKey } from './key.ts';
 import type { Handlers } from '../operationRouter.ts';
 
-const toApiKey = ({ id, name, permission, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, created_at, last_used_at });
+const toApiKey = ({ id, name, permission, domain_id, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, domain_id, created_at, last_used_at });
 
 export function apiKeyHandlers(store: Store): Handlers {
   const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {

@@ -19,6 +19,25 @@ export interface OutgoingMessage extends MessageFields {
   envelope: { from: string; to: string[] };
   /** Delivery status notifications asked of the relay (RFC 3461). */
   dsn?: SendMailOptions['dsn'];
+  /** The key it is signed with (DKIM), when its `from` is on a verified domain. */
+  dkim?: DkimKey;
+}
+
+/** A domain's DKIM signing key, in the shape nodemailer's DKIM signer takes. */
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  /** PKCS#8 PEM. */
+  privateKey: string;
+}
+
+/**
+ * How a message from one sender leaves: where its bounces come back to (the return path's domain),
+ * and the key it is signed with. Both come from the `from` address's domain when it is verified.
+ */
+export interface SendingIdentity {
+  bounceDomain?: string;
+  dkim?: DkimKey;
 }
 
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
@@ -61,7 +80,7 @@ export class UnsendableEmail extends Error {}
 
 /** Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
  * sending and recording it) is recognisably the same. */
-export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMessage {
+export function toMessage(email: EmailRecord, { bounceDomain, dkim }: SendingIdentity = {}): OutgoingMessage {
   const mailbox = (field: string, value: string): Mailbox => {
     const parsed = parseMailbox(value);
     if (!parsed) throw new UnsendableEmail(`The stored \`${field}\` address \`${value}\` is not one mailbox; the email cannot be sent.`);
@@ -91,6 +110,7 @@ export function toMessage(email: EmailRecord, bounceDomain?: string): OutgoingMe
     ...(text !== undefined && { text }),
     headers: email.headers === null ? undefined : JSON.parse(email.headers),
     date: new Date(readyAt(email)),
+    ...(dkim && { dkim }),
   };
 }
 

@@ -51,8 +51,9 @@ export function smtpTransport(
     send: async (message) => {
       // Built whole into one buffer, which the connection writes at once (server/delivery/mime.ts).
       // The Message-ID is given again so that nodemailer does not make one up for the raw message.
-      const { envelope, dsn, messageId } = message;
-      const info = await transporter.sendMail({ envelope, dsn, messageId, raw: buildMessage(message) });
+      // A domain's key signs it as it is written out (nodemailer's DKIM signer, relaxed/relaxed).
+      const { envelope, dsn, messageId, dkim } = message;
+      const info = await transporter.sendMail({ envelope, dsn, messageId, raw: buildMessage(message), ...(dkim && { dkim }) });
       const { rejectedErrors } = info as { rejectedErrors?: unknown[] };
       return { refused: refusals(rejectedErrors, isPermanent), deferred: refusals(rejectedErrors, isTransient) };
     },
@@ -61,10 +62,19 @@ export function smtpTransport(
 }
 
 export function captureTransport(): Transport {
+  // A signed message is kept as a relay would get it: signed by nodemailer, whose stream transport
+  // writes the message out instead of sending it.
+  let signer: ReturnType<typeof createTransport> | undefined;
   return {
     final: true,
-    send: async (message) => ({ raw: buildMessage(message).toString('latin1') }),
-    close: () => {},
+    send: async (message) => {
+      const raw = buildMessage(message);
+      if (!message.dkim) return { raw: raw.toString('latin1') };
+      signer ??= createTransport({ streamTransport: true, buffer: true });
+      const info = await signer.sendMail({ envelope: message.envelope, messageId: message.messageId, raw, dkim: message.dkim });
+      return { raw: (info.message as Buffer).toString('latin1') };
+    },
+    close: () => signer?.close(),
   };
 }
 

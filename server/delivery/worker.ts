@@ -191,7 +191,7 @@ export class DeliveryWorker {
     if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
     let message: OutgoingMessage;
     try {
-      message = toMessage(broadcast ? broadcast.send : email, this.options.bounceDomain);
+      message = toMessage(broadcast ? broadcast.send : email, { bounceDomain: this.options.bounceDomain });
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);

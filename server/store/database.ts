@@ -21,6 +21,8 @@ export interface ApiKeyTable {
   revoked_at: string | null;
   /** When the key last authenticated a request, to the minute (server/auth.ts writes it at most once a minute). */
   last_used_at: string | null;
+  /** The domain a sending key may send from alone; null for any. */
+  domain_id: Generated<string | null>;
 }
 
 export interface ContactTable {
@@ -123,7 +125,39 @@ export interface TemplateTable {
 export type EmailEvent = 'queued' | 'scheduled' | 'sent' | 'delivered' | 'delivery_delayed' | 'bounced' | 'complained' | 'failed' | 'suppressed' | 'canceled';
 
 /** What an event row records, in Resend's names; an email's `last_event` is its newest, without `email.`. */
-export type EventType = `email.${Exclude<EmailEvent, 'queued'>}` | 'contact.created' | 'contact.updated' | 'contact.deleted';
+export type EventType = `email.${Exclude<EmailEvent, 'queued'>}` | 'contact.created' | 'contact.updated' | 'contact.deleted' | 'domain.created' | 'domain.updated' | 'domain.deleted';
+
+export type DomainStatus = 'not_started' | 'pending' | 'verified' | 'failed' | 'temporary_failure';
+
+/** A domain mail is sent from, with its DKIM key (server/domains/). */
+export interface DomainTable {
+  id: string;
+  /** Lower-cased, unique. */
+  name: string;
+  status: DomainStatus;
+  /** JSON: each record's status, by its key (server/domains/records.ts). */
+  record_status: string;
+  region: string;
+  /** The return path's subdomain label (`send` for send.acme.dev). */
+  return_path: string;
+  open_tracking: number;
+  click_tracking: number;
+  tls: 'opportunistic' | 'enforced';
+  tracking_subdomain: string | null;
+  sending: 'enabled' | 'disabled';
+  receiving: 'enabled' | 'disabled';
+  dkim_selector: string;
+  /** PKCS#8 PEM: never answered, logged or counted. */
+  dkim_private_key: string;
+  /** The public key, base64 DER (SPKI), as the DKIM record's `p=` gives it. */
+  dkim_public_key: string;
+  /** When every required record was last found as given; null if never. */
+  verified_at: string | null;
+  /** When its records are next looked up; null when no check is due (never verified). */
+  next_check_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
 
 /**
  * One change in the life of an email or a contact. An email's `queued` is not a row: it is the
@@ -276,6 +310,7 @@ export interface Tables {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   suppressions: SuppressionTable;
+  domains: DomainTable;
 }
 
 export interface Database {

@@ -4,6 +4,7 @@ import { ApiKeyStore } from './apiKeys.ts';
 import { BroadcastStore } from './broadcasts.ts';
 import { ContactStore } from './contacts.ts';
 import { openDatabase, type Database, type DatabaseOptions } from './database.ts';
+import { DomainStore } from './domains.ts';
 import { EmailStore, type EmailAttachment, type EmailRecord } from './emails.ts';
 import { EventStore } from './events.ts';
 import { FanoutStore } from './fanout.ts';
@@ -29,6 +30,8 @@ export interface Store {
   topics: TopicStore;
   broadcasts: BroadcastStore;
   templates: TemplateStore;
+  /** Sending domains, their DKIM keys and checks. */
+  domains: DomainStore;
   emails: EmailStore;
   /** Events, and the webhook deliveries each one owes. */
   events: EventStore;
@@ -71,6 +74,7 @@ export async function openStore(options: DatabaseOptions, logger?: Logger): Prom
     topics: new TopicStore(database),
     broadcasts: new BroadcastStore(database.db, events),
     templates: new TemplateStore(database.db),
+    domains: new DomainStore(database.db, database.dialect, events),
     emails,
     events,
     fanout: new FanoutStore(database.db, database.dialect),

@@ -401,6 +401,41 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0015_domains': {
+      // Sending domains, each with its DKIM key; an API key may be held to one of them. Return paths
+      // are signed from this migration on: the time is kept, so that a report to an unsigned return
+      // path is heeded only for an email sent before (server/inbound/).
+      async up(db: Kysely<any>) {
+        await inOneTransaction(db, dialect, async (db) => {
+          await db.schema
+            .createTable('domains')
+            .addColumn('id', 'text', (c) => c.primaryKey().modifyEnd(ordered))
+            .addColumn('name', 'text', (c) => c.notNull().unique())
+            .addColumn('status', 'text', (c) => c.notNull())
+            .addColumn('record_status', 'text', (c) => c.notNull())
+            .addColumn('region', 'text', (c) => c.notNull())
+            .addColumn('return_path', 'text', (c) => c.notNull())
+            .addColumn('open_tracking', 'integer', (c) => c.notNull())
+            .addColumn('click_tracking', 'integer', (c) => c.notNull())
+            .addColumn('tls', 'text', (c) => c.notNull())
+            .addColumn('tracking_subdomain', 'text')
+            .addColumn('sending', 'text', (c) => c.notNull())
+            .addColumn('receiving', 'text', (c) => c.notNull())
+            .addColumn('dkim_selector', 'text', (c) => c.notNull())
+            .addColumn('dkim_private_key', 'text', (c) => c.notNull())
+            .addColumn('dkim_public_key', 'text', (c) => c.notNull())
+            .addColumn('verified_at', 'text')
+            .addColumn('next_check_at', 'text')
+            .addColumn('created_at', 'text', (c) => c.notNull().modifyEnd(ordered))
+            .addColumn('updated_at', 'text', (c) => c.notNull())
+            .execute();
+          await db.schema.createIndex('domains_newest_first').on('domains').columns(['created_at', 'id']).execute();
+          await db.schema.createIndex('domains_due').on('domains').column('next_check_at').execute();
+          await db.schema.alterTable('api_keys').addColumn('domain_id', 'text').execute();
+          await db.insertInto('settings').values({ name: 'return_paths_signed_since', value: new Date().toISOString() }).onConflict((oc: any) => oc.column('name').doNothing()).execute();
+        });
+      },
+    },
   };
 }
 

@@ -1,14 +1,14 @@
 // The body of a delivery, made when it is posted from the event row (and the email row, for an email's
 // event): `{type, created_at, data}`, as Resend's webhooks send it (openapi.yaml's `webhooks` section).
 // An email event's `data` is the email's own fields and then what the event recorded (a bounce, a
-// failure's reason); a contact event's is the contact as the event recorded it.
+// failure's reason); a contact or domain event's is the contact or domain as the event recorded it.
 import type { Schemas } from '../api.ts';
 import type { DeliveryContext } from '../store/webhookDeliveries.ts';
 
 export interface WebhookPayload {
   type: Schemas['WebhookEventType'];
   created_at: string;
-  data: Schemas['WebhookEventEmailData'] | Schemas['WebhookEventContactData'];
+  data: Schemas['WebhookEventEmailData'] | Schemas['WebhookEventContactData'] | Schemas['WebhookEventDomainData'];
 }
 
 /** The payload, or why there can be none (the email it is about is not in the store). */
@@ -17,6 +17,8 @@ export function payloadOf({ event, email }: DeliveryContext): WebhookPayload | {
   if (event.type.startsWith('contact.')) {
     return { type: event.type, created_at: event.created_at, data: { id: event.contact_id, ...recorded } as Schemas['WebhookEventContactData'] };
   }
+  // A domain event carries the domain as the change left it, records and all.
+  if (event.type.startsWith('domain.')) return { type: event.type, created_at: event.created_at, data: recorded as Schemas['WebhookEventDomainData'] };
   if (!email) return { missing: `the email ${event.email_id} of this ${event.type} event is not in the store` };
   return { type: event.type, created_at: event.created_at, data: { ...emailData(email), ...recorded } };
 }
