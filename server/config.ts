@@ -66,6 +66,20 @@ export interface Config {
   webhooks: WebhookOptions;
   /** Attachments given by `path`: where they may be fetched from, and for how long (server/emails/attachmentPath.ts). */
   attachmentPaths: { allowPrivate: boolean; timeoutMs: number };
+  /** Sending domains: their DNS checks, and whether mail from a domain never registered is refused. */
+  domains: DomainOptions;
+}
+
+export interface DomainOptions {
+  /** `host:port` resolvers to ask instead of the system's; empty, the system's. */
+  dnsServers: string[];
+  /** Refuse a `from` on a domain that is not registered (NODE_ENV=production or REQUIRE_VERIFIED_DOMAIN=true). */
+  requireRegistered: boolean;
+  /** How often a verified (or failed) domain's records are looked up again. */
+  checkIntervalMs: number;
+  /** Where bounces come back to, when they do: the return path's MX points at `mxHost`. */
+  bounceDomain: string | undefined;
+  mxHost: string | undefined;
 }
 
 /** A configuration that cannot be used; its message has one line per bad variable. */
@@ -147,6 +161,8 @@ function publicUrl(value: string): string | Refusal {
   return fits ? value.replace(/\/+$/, '') : new Refusal('must be an absolute http:// or https:// URL without a query, a fragment or credentials');
 }
 
+const DOMAIN_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+
 const VARIABLES = {
   PORT: variable(whole(0, 65535), 3000),
   HOST: variable(text, '127.0.0.1'),
@@ -190,11 +206,18 @@ const VARIABLES = {
   PUBLIC_URL: optional(publicUrl),
   UNSUBSCRIBE_SECRET: optional((value) => (value.length >= 32 ? value : new Refusal('must be at least 32 characters'))),
   // The domain of the VERP return path: its MX must lead to the inbound listener (INBOUND_SMTP_PORT).
-  BOUNCE_DOMAIN: optional(
-    then(matching(/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/, 'must be a domain name such as bounces.example.com'), (domain) =>
-      domain.toLowerCase(),
-    ),
+  BOUNCE_DOMAIN: optional(then(matching(DOMAIN_NAME, 'must be a domain name such as bounces.example.com'), (domain) => domain.toLowerCase())),
+  // The host a domain's return-path MX record names: the inbound listener's public name.
+  INBOUND_MX_HOST: optional(then(matching(DOMAIN_NAME, 'must be a host name such as mx.example.com'), (host) => host.toLowerCase())),
+  // Resolvers for domain checks, `host:port` each (tests run one on loopback); unset, the system's.
+  DNS_SERVERS: optional(
+    then(matching(/^[^,\s]+(,[^,\s]+)*$/, 'must be a comma-separated list of host:port'), (list) => {
+      const servers = list.split(',');
+      return servers.every((server) => /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\])(:\d{1,5})?$/.test(server)) ? servers : new Refusal('must be a comma-separated list of IP addresses, each with an optional :port (an IPv6 address in brackets)');
+    }),
   ),
+  REQUIRE_VERIFIED_DOMAIN: optional(oneOf(['true', 'false'], 'must be true or false')),
+  DOMAIN_CHECK_INTERVAL_MS: variable(milliseconds(1000), 6 * 3600_000),
   INBOUND_SMTP_PORT: optional(whole(0, 65535)),
   INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
   WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
@@ -290,6 +313,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryScheduleMs: [...e.WEBHOOK_RETRY_SCHEDULE_MS],
     },
     attachmentPaths: { allowPrivate: e.ATTACHMENT_PATH_ALLOW_PRIVATE === 'true', timeoutMs: e.ATTACHMENT_PATH_TIMEOUT_MS },
+    domains: {
+      dnsServers: e.DNS_SERVERS ?? [],
+      // Unset, production refuses and development (the README's two commands) accepts, with a warning.
+      requireRegistered: e.REQUIRE_VERIFIED_DOMAIN === undefined ? e.NODE_ENV === 'production' : e.REQUIRE_VERIFIED_DOMAIN === 'true',
+      checkIntervalMs: e.DOMAIN_CHECK_INTERVAL_MS,
+      bounceDomain: e.BOUNCE_DOMAIN,
+      mxHost: e.INBOUND_MX_HOST ?? e.BOUNCE_DOMAIN,
+    },
   };
 }
 
