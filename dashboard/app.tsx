@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { apiKeyRoutes } from './pages/apiKeys.tsx';
 import { broadcastRoutes } from './pages/broadcasts.tsx';
 import { contactRoutes } from './pages/contacts.tsx';
+import { domainRoutes } from './pages/domains.tsx';
 import { emailRoutes } from './pages/emails.tsx';
 import { segmentRoutes } from './pages/segments.tsx';
 import { suppressionRoutes } from './pages/suppressions.tsx';
@@ -22,6 +23,7 @@ const ROUTES: Route[] = [
   ...broadcastRoutes,
   ...emailRoutes,
   ...templateRoutes,
+  ...domainRoutes,
   ...webhookRoutes,
   ...suppressionRoutes,
   ...apiKeyRoutes,
@@ -34,6 +36,7 @@ const SECTIONS = [
   ['/broadcasts', 'Broadcasts'],
   ['/emails', 'Emails'],
   ['/templates', 'Templates'],
+  ['/domains', 'Domains'],
   ['/webhooks', 'Webhooks'],
   ['/suppressions', 'Suppressions'],
   ['/api-keys', 'API keys'],
