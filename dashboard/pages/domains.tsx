@@ -13,8 +13,8 @@ type DomainRecord = MailroomSchemas['DomainRecord'];
 type Tls = MailroomSchemas['DomainTls'];
 
 const TLS: { value: Tls; label: string }[] = [
-  { value: 'opportunistic', label: 'Opportunistic: over TLS when the receiving server offers it' },
-  { value: 'enforced', label: 'Enforced: only over TLS' },
+  { value: 'opportunistic', label: 'Opportunistic: TLS when offered' },
+  { value: 'enforced', label: 'Enforced: TLS only' },
 ];
 
 /** What each status means for the person looking at it, and what to do next. */
@@ -283,14 +283,16 @@ function Settings({ domain, onChanged }: { domain: Domain; onChanged: () => void
       <h2 id="settings-heading">Tracking and TLS</h2>
       <Checkbox label="Open tracking" checked={draft.open_tracking} onValue={(open_tracking) => change({ open_tracking })} />
       <Checkbox label="Click tracking" checked={draft.click_tracking} onValue={(click_tracking) => change({ click_tracking })} />
-      <TextField
-        label="Tracking subdomain"
-        value={draft.tracking_subdomain}
-        onValue={(tracking_subdomain) => change({ tracking_subdomain })}
-        placeholder="links"
-        hint={`One label, such as links for links.${domain.name}. Once set, it can be changed but not removed.`}
-      />
-      <Select label="TLS" value={draft.tls} onValue={(tls) => change({ tls: tls as Tls })} options={TLS} />
+      <div class="row">
+        <TextField
+          label="Tracking subdomain"
+          value={draft.tracking_subdomain}
+          onValue={(tracking_subdomain) => change({ tracking_subdomain })}
+          placeholder="links"
+          hint={`One label, such as links for links.${domain.name}. Once set, it can be changed but not removed.`}
+        />
+        <Select label="TLS" value={draft.tls} onValue={(tls) => change({ tls: tls as Tls })} options={TLS} />
+      </div>
       <ErrorNote error={error} />
       <button type="submit">Save settings</button>
       {unsaved && <p class="field-hint">Unsaved changes.</p>}
