@@ -62,6 +62,8 @@ export interface Config {
   unsubscribeSecret: string | undefined;
   /** The SMTP listener for bounces (DSNs) and complaints (ARF), where the delivery worker runs; unset, none. */
   inbound: { port: number; host: string } | undefined;
+  /** The largest message the inbound listener takes, in bytes. */
+  inboundMaxBytes: number;
   /** Webhook deliveries, which run wherever the delivery worker does, and the endpoints allowed. */
   webhooks: WebhookOptions;
   /** Attachments given by `path`: where they may be fetched from, and for how long (server/emails/attachmentPath.ts). */
@@ -220,6 +222,9 @@ const VARIABLES = {
   DOMAIN_CHECK_INTERVAL_MS: variable(milliseconds(1000), 6 * 3600_000),
   INBOUND_SMTP_PORT: optional(whole(0, 65535)),
   INBOUND_SMTP_HOST: variable(text, '127.0.0.1'),
+  // A report needs the original's headers only (DSNs are asked for with RET=HDRS); under 10 KB a long
+  // header block would not fit.
+  INBOUND_MAX_BYTES: variable(whole(10_240), 256 * 1024),
   WEBHOOK_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
   ATTACHMENT_PATH_ALLOW_PRIVATE: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
   ATTACHMENT_PATH_TIMEOUT_MS: variable(milliseconds(100, 600_000), 10_000),
@@ -302,6 +307,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: e.PUBLIC_URL,
     unsubscribeSecret: e.UNSUBSCRIBE_SECRET,
     inbound: e.INBOUND_SMTP_PORT === undefined ? undefined : { port: e.INBOUND_SMTP_PORT, host: e.INBOUND_SMTP_HOST },
+    inboundMaxBytes: e.INBOUND_MAX_BYTES,
     webhooks: {
       ...DEFAULT_WEBHOOKS,
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE === 'true',

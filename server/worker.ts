@@ -15,6 +15,7 @@ import { storeFailure } from './storeFailure.ts';
 import { captureTransport, smtpTransport } from './delivery/transport.ts';
 import { DeliveryWorker } from './delivery/worker.ts';
 import { startInbound } from './inbound/listener.ts';
+import { returnPaths } from './delivery/returnPath.ts';
 import { openStore } from './store/index.ts';
 import { WebhookDispatcher } from './webhooks/dispatch.ts';
 
@@ -53,12 +54,14 @@ async function start() {
   try {
     const links = { tokens: await unsubscribeTokens(store, config.unsubscribeSecret), publicUrl: () => publicUrl };
     const transport = config.smtpUrl ? smtpTransport(config.smtpUrl, { final: config.smtpFinal, timeoutMs: config.delivery.leaseMs / 2 }) : captureTransport();
-    const worker = new DeliveryWorker(store, transport, logger, config.delivery, links);
+    // Return paths are signed with the same secret as links, by the worker and read by the listener.
+    const paths = await returnPaths(store, config.unsubscribeSecret);
+    const worker = new DeliveryWorker(store, transport, logger, config.delivery, links, paths);
     const fanout = first ? new FanoutWorker(store, lines.child({ role: 'fanout' }), config.fanout) : undefined;
     const webhooks = parentPort ? undefined : new WebhookDispatcher(store, lines.child({ role: 'webhooks' }), config.webhooks);
     // The listener first: if its port cannot be had, the worker ends before it has claimed any email,
     // rather than leaving the emails it claimed to wait out their lease.
-    const inbound = config.inbound && first ? await startInbound(store, lines.child({ role: 'inbound' }), config.inbound) : undefined;
+    const inbound = config.inbound && first ? await startInbound(store, lines.child({ role: 'inbound' }), { ...config.inbound, maxBytes: config.inboundMaxBytes, returnPaths: paths }) : undefined;
     return { store, worker, fanout, webhooks, inbound };
   } catch (error) {
     await store.close();

@@ -4,20 +4,29 @@
 // from strings. `bcc` is in the envelope alone, never in a header. Custom header names were held to
 // the contract's list when the email was accepted (CustomHeaders in openapi.yaml).
 //
-// With a bounce domain, the return path names the email (VERP: `bounces+<id>@<domain>`), so that a
-// bounce finds its email whatever the remote server kept of it, and the relay is asked for delivery
-// status notifications of failure and delay (RFC 3461), sent only to relays that advertise DSN.
+// With a bounce domain, each recipient's copy goes out with a return path of its own, naming the
+// email and that recipient and signed (server/delivery/returnPath.ts), so that a bounce finds its
+// email and recipient whatever the remote server kept of it, and nobody else can report on that copy.
+// The relay is asked for delivery status notifications of failure and delay (RFC 3461), sent only to
+// relays that advertise DSN.
 import { createRequire } from 'node:module';
 import type { HtmlToTextOptions } from 'html-to-text';
 import type { SendMailOptions } from 'nodemailer';
 import { parseMailbox, type Mailbox } from '../emails/mailbox.ts';
 import type { EmailAttachment, EmailRecord } from '../store/emails.ts';
 import type { MessageAttachment, MessageFields } from './mime.ts';
+import type { ReturnPaths } from './returnPath.ts';
 
 /** A message to send: what it is built from (server/delivery/mime.ts), and who it goes to. */
 export interface OutgoingMessage extends MessageFields {
+  /** `from` is the return path of every recipient, unless `returnPaths` gives each its own. */
   envelope: { from: string; to: string[] };
-  /** Delivery status notifications asked of the relay (RFC 3461). */
+  /**
+   * Each recipient's own return path. With it, the transport sends each recipient its copy in a
+   * transaction of its own, from that return path (server/delivery/transport.ts).
+   */
+  returnPaths?: (recipient: string) => string;
+  /** Delivery status notifications asked of the relay (RFC 3461); ORCPT names each recipient in its own transaction. */
   dsn?: SendMailOptions['dsn'];
   /** The key it is signed with (DKIM), when its `from` is on a verified domain. */
   dkim?: DkimKey;
@@ -78,9 +87,13 @@ export function plainText(html: string): string {
 /** A stored email that no message can be built from, such as one accepted before a rule it breaks. */
 export class UnsendableEmail extends Error {}
 
-/** Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
- * sending and recording it) is recognisably the same. */
-export function toMessage(email: EmailRecord, { bounceDomain, dkim }: SendingIdentity = {}): OutgoingMessage {
+/**
+ * Its Message-ID derives from the email's id, so a message delivered twice (the worker died between
+ * sending and recording it) is recognisably the same. A bounce domain needs `returnPaths`, which
+ * signs each recipient's return path.
+ */
+export function toMessage(email: EmailRecord, { bounceDomain, dkim, returnPaths }: SendingIdentity & { returnPaths?: ReturnPaths } = {}): OutgoingMessage {
+  if (bounceDomain && !returnPaths) throw new Error('a bounce domain was given without the key that signs return paths');
   const mailbox = (field: string, value: string): Mailbox => {
     const parsed = parseMailbox(value);
     if (!parsed) throw new UnsendableEmail(`The stored \`${field}\` address \`${value}\` is not one mailbox; the email cannot be sent.`);
@@ -101,9 +114,9 @@ export function toMessage(email: EmailRecord, { bounceDomain, dkim }: SendingIde
     ...(to.length > 0 && { to }),
     ...(cc.length > 0 && { cc }),
     ...(replyTo.length > 0 && { replyTo }),
-    envelope: { from: bounceDomain ? returnPath(email.id, bounceDomain) : from.address, to: recipients },
-    // ORCPT goes on every RCPT TO alike, so it can name the recipient only when there is one.
-    ...(bounceDomain && { dsn: { id: email.id, return: 'headers', notify: ['failure', 'delay'], ...(recipients.length === 1 && { recipient: recipients[0] }) } }),
+    envelope: { from: from.address, to: recipients },
+    ...(bounceDomain && returnPaths && { returnPaths: (recipient: string) => returnPaths.make(email.id, recipient, bounceDomain) }),
+    ...(bounceDomain && { dsn: { id: email.id, return: 'headers', notify: ['failure', 'delay'] } }),
     subject: email.subject,
     // An empty html part would be what mail clients show, over the text: none is sent.
     ...(email.html ? { html: email.html } : {}),
@@ -119,9 +132,6 @@ export function toMessage(email: EmailRecord, { bounceDomain, dkim }: SendingIde
  * one's time. The same on every attempt, so a message sent twice is the same message.
  */
 const readyAt = ({ created_at, scheduled_at }: Pick<EmailRecord, 'created_at' | 'scheduled_at'>) => (scheduled_at !== null && scheduled_at > created_at ? scheduled_at : created_at);
-
-/** The VERP return path of an email: bounces to it name the email. */
-export const returnPath = (emailId: string, bounceDomain: string) => `bounces+${emailId}@${bounceDomain}`;
 
 /** An email's stored attachments, for its message. */
 export const toAttachments = (stored: EmailAttachment[]): MessageAttachment[] =>

@@ -1,10 +1,10 @@
 // What a report about an email that left does to it (applied by store/reports.ts in one transaction).
 // A report that changes nothing records nothing: the same DSN delivered twice, a bounce for an email
-// already `bounced`, a complaint already heard. A Permanent bounce suppresses the recipients it names,
-// unless it is about the message rather than the mailbox (see bounce.ts `suppresses`); a Transient one
-// does not; a complaint suppresses the recipient who made it. Only the email's own
-// recipients are ever suppressed, whatever addresses the report names, and a report that names only
-// other addresses changes nothing: anyone who reads the return path could send one.
+// already `bounced`, a complaint already heard. A Permanent bounce suppresses its recipient, unless it
+// is about the message rather than the mailbox (see bounce.ts `suppresses`); a Transient one does not;
+// a complaint suppresses the recipient who made it. A report from the inbound listener is about the
+// one recipient whose return path it reached (server/delivery/returnPath.ts), and changes nothing if
+// it names anyone else: anyone who holds a copy of the email could send one.
 import { parseMailbox } from '../emails/mailbox.ts';
 import type { EmailEvent } from '../store/database.ts';
 import type { EmailRecord } from '../store/emails.ts';
@@ -15,15 +15,12 @@ import { suppresses, type Bounce } from './bounce.ts';
 export type Decision = (email: EmailRecord) => ReportChange | typeof TOO_EARLY | undefined;
 
 /**
- * The decision `decide` takes on the lines of a report about the email's own recipients, a line that
- * names no address counting as about them; with no such line, none.
+ * The decision `decide` takes on the lines of a report about one recipient, when every line that names
+ * an address names that recipient (a line that names none counts as about it); else none.
  */
-export function onOwnRecipients<Line extends { address: string | undefined }>(lines: Line[], decide: (lines: Line[]) => Decision | undefined): Decision {
-  return (email) => {
-    const own = new Set(recipientsOf(email).map((address) => address.toLowerCase()));
-    const about = lines.filter((line) => line.address === undefined || own.has(line.address.toLowerCase()));
-    return about.length > 0 ? decide(about)?.(email) : undefined;
-  };
+export function onRecipient<Line extends { address: string | undefined }>(recipient: string, lines: Line[], decide: (lines: Line[], recipient: string) => Decision | undefined): Decision | undefined {
+  const about = (line: Line) => line.address === undefined || line.address.toLowerCase() === recipient.toLowerCase();
+  return lines.length > 0 && lines.every(about) ? decide(lines, recipient) : undefined;
 }
 
 /**
@@ -85,7 +82,8 @@ function recipientsAmong(email: EmailRecord, addresses: string[]): string[] {
   return recipientsOf(email).filter((address) => named.has(address.toLowerCase()));
 }
 
-function recipientsOf(email: EmailRecord): string[] {
+/** The email's recipients (to, cc, bcc), each once, as their bare addresses. */
+export function recipientsOf(email: Pick<EmailRecord, 'to_addresses' | 'cc' | 'bcc'>): string[] {
   const addresses = [email.to_addresses, email.cc, email.bcc].flatMap((json) => (json === null ? [] : (JSON.parse(json) as string[])));
   return [...new Set(addresses.flatMap((value) => parseMailbox(value)?.address ?? []))];
 }

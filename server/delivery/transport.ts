@@ -49,12 +49,18 @@ export function smtpTransport(
   return {
     final,
     send: async (message) => {
-      // Built whole into one buffer, which the connection writes at once (server/delivery/mime.ts).
-      // The Message-ID is given again so that nodemailer does not make one up for the raw message.
-      // A domain's key signs it as it is written out (nodemailer's DKIM signer, relaxed/relaxed).
-      const { envelope, dsn, messageId, dkim } = message;
-      const info = await transporter.sendMail({ envelope, dsn, messageId, raw: buildMessage(message), ...(dkim && { dkim }) });
-      const { rejectedErrors } = info as { rejectedErrors?: unknown[] };
+      // Built whole into one buffer, which the connection writes at once (server/delivery/mime.ts),
+      // once for every recipient's copy. The Message-ID is given again so that nodemailer does not
+      // make one up for the raw message. A domain's key signs it as it is written out (nodemailer's
+      // DKIM signer, relaxed/relaxed).
+      const { envelope, dsn, messageId, dkim, returnPaths } = message;
+      const raw = buildMessage(message);
+      const sendMail = (envelope: OutgoingMessage['envelope'], dsn: OutgoingMessage['dsn']) => transporter.sendMail({ envelope, dsn, messageId, raw, ...(dkim && { dkim }) });
+      if (returnPaths) {
+        // ORCPT names the recipient, now that each transaction has one.
+        return toEach(envelope.to, (recipient) => sendMail({ from: returnPaths(recipient), to: [recipient] }, dsn && { ...dsn, recipient }));
+      }
+      const { rejectedErrors } = (await sendMail(envelope, dsn)) as { rejectedErrors?: unknown[] };
       return { refused: refusals(rejectedErrors, isPermanent), deferred: refusals(rejectedErrors, isTransient) };
     },
     close: () => transporter.close(),
@@ -63,7 +69,8 @@ export function smtpTransport(
 
 export function captureTransport(): Transport {
   // A signed message is kept as a relay would get it: signed by nodemailer, whose stream transport
-  // writes the message out instead of sending it.
+  // writes the message out instead of sending it. Recipients' copies differ only in their envelopes
+  // (their return paths), which are not kept: one message stands for them all.
   let signer: ReturnType<typeof createTransport> | undefined;
   return {
     final: true,
@@ -77,6 +84,47 @@ export function captureTransport(): Transport {
     close: () => signer?.close(),
   };
 }
+
+/**
+ * Sends each recipient its copy in a transaction of its own, all at once (the pool queues them), and
+ * gathers what became of them as one send: a recipient refused with a 5xx at RCPT TO or at the end
+ * of DATA is refused; one put off with a 4xx, or whose transaction got no reply, is deferred, and the
+ * next attempt goes to it alone. When every transaction failed before reaching its recipient (the
+ * relay unreachable, or refusing the sender), that failure is the email's, thrown as one send's would
+ * be: a refusal for good first, since no later attempt would fare better.
+ */
+async function toEach(recipients: string[], send: (recipient: string) => Promise<unknown>): Promise<{ refused: Refusal[]; deferred: Refusal[] }> {
+  const outcomes = await Promise.allSettled(recipients.map(send));
+  const refused: Refusal[] = [];
+  const deferred: Refusal[] = [];
+  const failures: unknown[] = [];
+  for (const [n, outcome] of outcomes.entries()) {
+    const recipient = recipients[n]!;
+    if (outcome.status === 'fulfilled') {
+      const { rejectedErrors } = outcome.value as { rejectedErrors?: unknown[] };
+      refused.push(...refusals(rejectedErrors, isPermanent));
+      deferred.push(...refusals(rejectedErrors, isTransient));
+      continue;
+    }
+    const error: unknown = outcome.reason;
+    const refusedHere = recipientRefusal(error, [recipient]);
+    const deferredHere = recipientDeferral(error);
+    if (refusedHere) refused.push(...refusedHere);
+    else if (deferredHere.length > 0) deferred.push(...deferredHere);
+    else {
+      failures.push(error);
+      deferred.push({ address: recipient, reply: replyOf(error) });
+    }
+  }
+  if (recipients.length > 0 && failures.length === recipients.length) throw failures.find(isPermanent) ?? failures[0];
+  return { refused, deferred };
+}
+
+/** What the relay answered, or why there was no answer. */
+const replyOf = (error: unknown) => {
+  const { response, message } = error as { response?: string; message?: string };
+  return response ?? String(message ?? error);
+};
 
 /** A 5xx reply is the relay's final word; anything else (4xx, a dropped connection) may pass on retry. */
 export function isPermanent(error: unknown): boolean {

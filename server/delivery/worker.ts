@@ -26,6 +26,7 @@ import { failureLevel } from '../store/database.ts';
 import { refusal, suppresses, type Bounce } from './bounce.ts';
 import { toAttachments, toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
+import { returnPaths, type ReturnPaths } from './returnPath.ts';
 import { bounced } from './report.ts';
 import { suppressedIn, withoutSuppressed, type Suppressed, type SuppressedData } from './suppression.ts';
 import { isPermanent, recipientDeferral, recipientRefusal, type Refusal, type Transport } from './transport.ts';
@@ -54,7 +55,8 @@ export class DeliveryWorker {
 
   /**
    * `links` makes the unsubscribe URLs of broadcast emails; without it they are signed with the
-   * secret kept in the store, under the default public URL.
+   * secret kept in the store, under the default public URL. `returnPaths` signs return paths; without
+   * it, they are signed with the secret kept in the store.
    */
   constructor(
     private readonly store: Store,
@@ -62,6 +64,7 @@ export class DeliveryWorker {
     private readonly logger: Logger,
     private readonly options: DeliveryOptions = DEFAULT_DELIVERY,
     private readonly links?: UnsubscribeLinks,
+    private returnPaths?: ReturnPaths,
   ) {}
 
   start(): void {
@@ -91,6 +94,7 @@ export class DeliveryWorker {
   private async startBatch(now = new Date()): Promise<{ claimed: number; nearlyDone: Promise<void>; done: Promise<void> } | undefined> {
     const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
     if (emails.length === 0) return undefined;
+    this.returnPaths ??= await this.persist(emails[0]!, () => returnPaths(this.store, undefined), 'reading the key that signs return paths');
     // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
     // would leave the batch claimed and unsent until its lease ran out.
     const { broadcast, suppressed } = await this.persist(
@@ -191,7 +195,7 @@ export class DeliveryWorker {
     if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
     let message: OutgoingMessage;
     try {
-      message = toMessage(broadcast ? broadcast.send : email, { bounceDomain: this.options.bounceDomain });
+      message = toMessage(broadcast ? broadcast.send : email, { bounceDomain: this.options.bounceDomain, returnPaths: this.returnPaths });
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
@@ -224,6 +228,8 @@ export class DeliveryWorker {
       const took = message.envelope.to.length > deferred.length + (refused?.length ?? 0);
       return this.delay(email, deferral(deferred), { deferred, refused, ...(took && { sent: { messageId: message.messageId, text } }) });
     }
+    // Refused for every recipient, each in a transaction of its own: as one transaction refused whole.
+    if (refused?.length && refused.length >= message.envelope.to.length) return this.bounce(email, refused);
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
