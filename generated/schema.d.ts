@@ -3277,7 +3277,7 @@ export interface components {
             name: components["schemas"]["ApiKeyName"];
             /** @default full_access */
             permission?: components["schemas"]["ApiKeyPermission"];
-            /** @description Restricts a `sending_access` key to sending from this domain alone (its `from` address on it, or on a subdomain of it). */
+            /** @description Restricts the key's sends to this domain alone (a `from` address on it); the domain must exist. */
             domain_id?: components["schemas"]["Uuid"];
         };
         /** @description The new key's id and its token, shown only this once. */

@@ -26,6 +26,8 @@ import { broadcastHandlers } from './broadcasts/routes.ts';
 import { bytesOf, type Config } from './config.ts';
 import { crossOrigin } from './cors.ts';
 import { dashboardRoutes } from './dashboard.ts';
+import type { SendingDomains } from './domains/index.ts';
+import { domainHandlers } from './domains/routes.ts';
 import { headAsGet } from './head.ts';
 import { contactHandlers } from './contacts/routes.ts';
 import { contactStream } from './contacts/stream.ts';
@@ -61,11 +63,13 @@ export interface AppOptions {
   links: UnsubscribeLinks;
   /** What attachment download links are made and checked with. */
   attachmentLinks: AttachmentLinks;
+  /** Sending domains: their operations, who may send from where, and their checks. */
+  domains: SendingDomains;
   /** Mounted ahead of the resource routers; tests use it to plant a handler that breaks the contract. */
   extraRoutes?: express.Router;
 }
 
-export function createApp({ spec, store, logger, config, links, attachmentLinks, extraRoutes }: AppOptions): Express {
+export function createApp({ spec, store, logger, config, links, attachmentLinks, domains, extraRoutes }: AppOptions): Express {
   const compile = schemaCompiler(spec);
   const app = express();
   app.disable('x-powered-by');
@@ -120,13 +124,14 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
         ...topicHandlers(store),
         ...audienceHandlers(store, contacts, listMembers),
         ...broadcastHandlers(store),
-        ...emailHandlers(store, new BroadcastMail(store, links), attachmentPaths),
+        ...emailHandlers(store, new BroadcastMail(store, links), attachmentPaths, domains.senders),
         ...attachmentHandlers(store, attachmentLinks),
         ...templateHandlers(store),
         ...suppressionHandlers(store),
         ...unsubscribeHandlers(spec, store, links.tokens),
         ...webhookHandlers(store, config.webhooks),
         ...apiKeyHandlers(store),
+        ...domainHandlers(store, domains.domains, domains.checker),
       }),
     ),
   );

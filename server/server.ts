@@ -15,6 +15,7 @@ import { storeFailure } from './storeFailure.ts';
 import { assertValidSpec, loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
 import { WebhookDispatcher } from './webhooks/dispatch.ts';
+import { sendingDomains } from './domains/index.ts';
 
 export interface RunningServer {
   url: string;
@@ -59,7 +60,8 @@ export async function startServer(
     const secret = await linkSecret(store, config.unsubscribeSecret);
     const links: UnsubscribeLinks = { tokens: new UnsubscribeTokens(secret), publicUrl: () => publicUrl };
     const attachmentLinks = new AttachmentLinks(secret, () => publicUrl);
-    const app = createApp({ spec, store, logger, config, links, attachmentLinks, extraRoutes: options.extraRoutes });
+    const domains = sendingDomains(store, config.domains, logger.child({ role: 'domains' }));
+    const app = createApp({ spec, store, logger, config, links, attachmentLinks, domains, extraRoutes: options.extraRoutes });
     const server = await listen(app, config);
     const drain = draining(server, config);
     const { port } = server.address() as AddressInfo;
@@ -69,6 +71,7 @@ export async function startServer(
     logger.info({ url, database: store.database.dialect }, 'Mailroom is listening');
     const webhooks = options.webhooks ? new WebhookDispatcher(store, logger.child({ role: 'webhooks' }), config.webhooks) : undefined;
     webhooks?.start();
+    domains.checker.start();
     return {
       url,
       publicUrl,
@@ -82,7 +85,7 @@ export async function startServer(
           logger.warn({ graceMs: config.shutdownGraceMs }, 'shutdown grace period over: closing the connections still open');
           server.closeAllConnections();
         }, config.shutdownGraceMs);
-        await Promise.all([closed, webhooks?.stop()]);
+        await Promise.all([closed, webhooks?.stop(), domains.checker.stop()]);
         clearTimeout(grace);
         await store.close();
         logger.flush();

@@ -21,14 +21,16 @@ export function generateKey(): string {
 /** The key's SHA-256, in hex: what the store keeps and looks keys up by. */
 export const hashKey = (key: string): string => hash('sha256', key);
 
-export async function createKey(store: Store, name: string, permission: Permission, key = generateKey()): Promise<{ id: string; key: string }> {
+/** `domainId`: the one domain the key may send from. */
+export async function createKey(store: Store, name: string, permission: Permission, domainId: string | null = null): Promise<{ id: string; key: string }> {
   const id = randomUUID();
-  await store.apiKeys.insert(keyRecord(id, name, permission, key));
+  const key = generateKey();
+  await store.apiKeys.insert(keyRecord(id, name, permission, key, domainId));
   return { id, key };
 }
 
-function keyRecord(id: string, name: string, permission: Permission, key: string): ApiKeyRecord {
-  return { id, name, permission, key_hash: hashKey(key), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null, domain_id: null };
+function keyRecord(id: string, name: string, permission: Permission, key: string, domainId: string | null = null): ApiKeyRecord {
+  return { id, name, permission, key_hash: hashKey(key), key_hint: key.slice(0, 7), created_at: new Date().toISOString(), revoked_at: null, last_used_at: null, domain_id: domainId };
 }
 
 /**

@@ -12,7 +12,9 @@ const toApiKey = ({ id, name, permission, domain_id, created_at, last_used_at }:
 
 export function apiKeyHandlers(store: Store): Handlers {
   const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {
-    const { id, key } = await createKey(store, req.body.name, req.body.permission ?? 'full_access');
+    const { domain_id: domainId = null } = req.body;
+    if (domainId !== null && !(await store.domains.find(domainId))) throw invalid(`The domain \`${domainId}\` does not exist.`);
+    const { id, key } = await createKey(store, req.body.name, req.body.permission ?? 'full_access', domainId);
     res.status(201).json({ id, token: key });
   };
 

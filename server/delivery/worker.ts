@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
 import type { ClaimedEmail } from '../store/emails.ts';
+import { Senders } from '../domains/senders.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
 import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
@@ -52,6 +53,7 @@ export class DeliveryWorker {
   private stopping = false;
   private lastPurge = 0;
   private broadcastMail: Promise<BroadcastMail> | undefined;
+  private readonly senders: Senders;
 
   /**
    * `links` makes the unsubscribe URLs of broadcast emails; without it they are signed with the
@@ -65,7 +67,9 @@ export class DeliveryWorker {
     private readonly options: DeliveryOptions = DEFAULT_DELIVERY,
     private readonly links?: UnsubscribeLinks,
     private returnPaths?: ReturnPaths,
-  ) {}
+  ) {
+    this.senders = new Senders(store.domains, { requireRegistered: false, bounceDomain: options.bounceDomain });
+  }
 
   start(): void {
     this.running ??= this.loop();
@@ -193,9 +197,12 @@ export class DeliveryWorker {
       return this.fail(email, reason.slice(0, 500));
     }
     if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
+    const source = broadcast ? broadcast.send : email;
+    // Mail from a verified domain is signed with its key, and its bounces come back to its return path.
+    const identity = await this.persist(email, () => this.senders.identity(source.from_address), "reading the sender's domain");
     let message: OutgoingMessage;
     try {
-      message = toMessage(broadcast ? broadcast.send : email, { bounceDomain: this.options.bounceDomain, returnPaths: this.returnPaths });
+      message = toMessage(source, { ...identity, returnPaths: this.returnPaths });
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
       return this.fail(email, `the message could not be built: ${reasonOf(error)}`);

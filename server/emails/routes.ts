@@ -16,12 +16,13 @@ import { withFetchedContent, type AttachmentPathOptions } from './attachmentPath
 import { attachmentsOf, composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
+import type { Senders } from '../domains/senders.ts';
 import type { Handlers } from '../operationRouter.ts';
 
 /** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
 const DEFAULT_PAGE = 20;
 
-export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attachmentPaths: AttachmentPathOptions): Handlers {
+export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attachmentPaths: AttachmentPathOptions, senders: Senders): Handlers {
   /** Commits the emails (and the response, for an idempotency key) before answering. */
   async function accept<Body>(res: Response, records: EmailRecord[], body: Body, attachments?: EmailAttachment[]): Promise<Body> {
     const claim = res.locals.idempotency;
@@ -37,12 +38,14 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attach
     const scheduledAt = await sendTime(req.body.scheduled_at, now);
     const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), now, scheduledAt);
     if (typeof composed === 'string') throw refusedEmail(composed);
+    await senders.check([composed.from_address], res.locals.apiKey);
     const attachments = await withFetchedContent(req.body.attachments, attachmentPaths);
     res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, attachments)));
   };
 
   const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {
     const { mode, accepted, errors } = res.locals.batch!;
+    await senders.check(accepted.map((email) => email.from_address), res.locals.apiKey);
     const data = accepted.map(({ id }) => ({ id }));
     res.json(await accept(res, accepted, mode === 'permissive' ? { data, errors } : { data }));
   };

@@ -16,6 +16,9 @@ export type DomainChanges = Omit<Updateable<DomainTable>, 'id' | 'name' | 'creat
 export type DescribeDomain = (domain: DomainRecord) => unknown;
 
 export class DomainStore {
+  /** Counts this store's changes to domains, so that what was read before one is known to be stale. */
+  writes = 0;
+
   constructor(
     private readonly db: Kysely<Tables>,
     private readonly dialect: DialectName,
@@ -25,6 +28,7 @@ export class DomainStore {
   async insert(record: Insertable<DomainTable>, describe: DescribeDomain): Promise<DomainRecord> {
     return this.db.transaction().execute(async (tx) => {
       const inserted = await tx.insertInto('domains').values(record).returningAll().executeTakeFirstOrThrow();
+      this.writes++;
       await this.events.record(tx, [{ type: 'domain.created', data: describe(inserted), created_at: inserted.created_at }]);
       return inserted;
     });
@@ -66,6 +70,7 @@ export class DomainStore {
       if (!changes) return current;
       const updated_at = at.toISOString();
       const after = await tx.updateTable('domains').set({ ...changes, updated_at }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      this.writes++;
       if (changed(current, after)) await this.events.record(tx, [{ type: 'domain.updated', data: describe(after), created_at: updated_at }]);
       return after;
     });
@@ -76,6 +81,7 @@ export class DomainStore {
     return this.db.transaction().execute(async (tx) => {
       const deleted = await tx.deleteFrom('domains').where('id', '=', id).returningAll().executeTakeFirst();
       if (!deleted) return false;
+      this.writes++;
       await this.events.record(tx, [{ type: 'domain.deleted', data: describe(deleted), created_at: at.toISOString() }]);
       return true;
     });

@@ -1,0 +1,51 @@
+// Domains: register one (its DKIM key made here, its records answered), list, retrieve, change its
+// settings, delete, and verify (a check of its DNS records, made by the DomainChecker).
+import type { OperationHandler } from '../api.ts';
+import { invalid, notFound } from '../errors.ts';
+import { cursorOf, listing } from '../paging.ts';
+import type { Store } from '../store/index.ts';
+import type { Handlers } from '../operationRouter.ts';
+import type { DomainChecker } from './checker.ts';
+import { DomainAlreadyRegistered, Domains } from './domains.ts';
+
+export function domainHandlers(store: Store, domains: Domains, checker: Pick<DomainChecker, 'soon'> | undefined): Handlers {
+  const createDomain: OperationHandler<'createDomain'> = async (req, res) => {
+    try {
+      res.status(201).json(domains.toDomain(await domains.create(req.body)));
+    } catch (error) {
+      if (error instanceof DomainAlreadyRegistered) throw invalid(`The domain \`${error.message}\` is registered already.`);
+      throw error;
+    }
+  };
+
+  const listDomains: OperationHandler<'listDomains'> = async (req, res) => {
+    const page = await listing('domain', () => store.domains.list(req.query.limit, cursorOf(req.query)));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map((domain) => domains.toSummary(domain)) });
+  };
+
+  const getDomain: OperationHandler<'getDomain'> = async (req, res) => {
+    const domain = await store.domains.find(req.params.domain_id);
+    if (!domain) throw notFound('Domain');
+    res.json(domains.toDomain(domain));
+  };
+
+  const updateDomain: OperationHandler<'updateDomain'> = async (req, res) => {
+    const domain = await domains.update(req.params.domain_id, req.body);
+    if (!domain) throw notFound('Domain');
+    res.json({ object: 'domain', id: domain.id });
+  };
+
+  const deleteDomain: OperationHandler<'deleteDomain'> = async (req, res) => {
+    if (!(await domains.delete(req.params.domain_id))) throw notFound('Domain');
+    res.json({ object: 'domain', id: req.params.domain_id, deleted: true });
+  };
+
+  const verifyDomain: OperationHandler<'verifyDomain'> = async (req, res) => {
+    const domain = await domains.startCheck(req.params.domain_id);
+    if (!domain) throw notFound('Domain');
+    checker?.soon();
+    res.json({ object: 'domain', id: domain.id });
+  };
+
+  return { createDomain, listDomains, getDomain, updateDomain, deleteDomain, verifyDomain };
+}
