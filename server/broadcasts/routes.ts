@@ -8,8 +8,10 @@ import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
 import { sendTime } from '../schedule.ts';
 import type { Handlers } from '../operationRouter.ts';
+import type { Senders } from '../domains/senders.ts';
 
-export function broadcastHandlers(store: Store): Handlers {
+/** `senders` holds a broadcast's `from` to the rules on sending domains when it is sent. */
+export function broadcastHandlers(store: Store, senders: Senders): Handlers {
   const broadcasts = store.broadcasts;
 
   const listBroadcasts: OperationHandler<'listBroadcasts'> = async (req, res) => {
@@ -49,6 +51,7 @@ export function broadcastHandlers(store: Store): Handlers {
       sent_at: null,
     };
     if (send) {
+      await senders.check([from], res.locals.apiKey);
       const refusal = await broadcasts.insertAndSend(record, await sendTime(scheduled_at, new Date()));
       if (refusal) throw refused(refusal, 'send');
     } else await broadcasts.insert(record);
@@ -91,6 +94,8 @@ export function broadcastHandlers(store: Store): Handlers {
 
   const sendBroadcast: OperationHandler<'sendBroadcast'> = async (req, res) => {
     const id = req.params.broadcast_id;
+    const broadcast = await broadcasts.find(id);
+    if (broadcast) await senders.check([broadcast.from_address], res.locals.apiKey);
     const refusal = await broadcasts.send(id, await sendTime(req.body?.scheduled_at, new Date()));
     if (refusal) throw refused(refusal, 'send');
     res.json({ object: 'broadcast', id });

@@ -159,6 +159,21 @@ describe.each(backends)('domains on %s', (backend) => {
     expect(await server.api('POST', '/api-keys', { name: 'x', domain_id: '00000000-0000-4000-8000-000000000000' })).toMatchObject({ statusCode: 422, message: expect.stringContaining('does not exist') });
   });
 
+  it('sends a broadcast from a registered domain only once it is verified', async () => {
+    const { body } = await create(fresh());
+    const segment = await server.api('POST', '/segments', { name: `news ${body.name}` });
+    const broadcast = await server.api('POST', '/broadcasts', { segment_id: segment.id, from: `News <news@${body.name}>`, subject: 'News', text: 'News' });
+    const refused = await server.request(`/broadcasts/${broadcast.id}/send`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ name: 'validation_error', message: expect.stringContaining(`The ${body.name} domain is not verified`) });
+    expect((await server.api('GET', `/broadcasts/${broadcast.id}`)).status).toBe('draft');
+    const atOnce = await server.request('/broadcasts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ segment_id: segment.id, from: `news@${body.name}`, subject: 'News', text: 'News', send: true }) });
+    expect(atOnce.status).toBe(403);
+    publish(body);
+    await verified(body.id);
+    expect(await server.api('POST', `/broadcasts/${broadcast.id}/send`, {})).toEqual({ object: 'broadcast', id: broadcast.id });
+  });
+
   it('refuses a from on a domain never registered when the server requires registered domains', async () => {
     const strict = await startTestServer(backend, { config: { domains: { ...loadConfig({}).domains, requireRegistered: true } } });
     try {
