@@ -56,7 +56,7 @@ function Domains() {
       <ErrorNote error={list.error} />
       <FirstPageLink failed={Boolean(list.error)} path="/domains" />
       {list.loading && !list.data && <Loading what="domains" />}
-      {list.data && (
+      {list.data && list.data.data.length > 0 && (
         <>
           <table>
             <thead>
@@ -82,10 +82,10 @@ function Domains() {
               ))}
             </tbody>
           </table>
-          {list.data.data.length === 0 && <p>No domains yet.</p>}
           <Pager items={list.data.data} hasMore={list.data.has_more} path="/domains" />
         </>
       )}
+      {list.data?.data.length === 0 && <p>No domains yet.</p>}
     </>
   );
 }
