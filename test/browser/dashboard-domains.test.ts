@@ -51,6 +51,7 @@ describe.skipIf(!chromiumPresent)("the dashboard's domains", () => {
     await name.fill('not a domain');
     await page.getByRole('button', { name: 'Add domain' }).click();
     await page.getByRole('alert').waitFor();
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-domains-refused-1280.png` });
     expect(await name.inputValue()).toBe('not a domain');
 
     await name.fill('acme-dashboard.test');
@@ -112,6 +113,7 @@ describe.skipIf(!chromiumPresent)("the dashboard's domains", () => {
     await until(async () => (await shownStatus(page)) !== 'not_started', 'the check started');
     await until(async () => ['failed', 'temporary_failure'].includes((await shownStatus(page))!), async () => `the check ended; the page shows ${await shownStatus(page)}`, 30_000);
     expect(['failed', 'temporary_failure']).toContain((await api('GET', `/domains/${id}`)).status);
+    await page.screenshot({ path: `${SCREENSHOTS}/dashboard-domain-checked-1280.png` });
 
     await page.getByRole('button', { name: 'Delete domain' }).click();
     await page.getByRole('heading', { level: 1, name: 'Domains' }).waitFor();
