@@ -154,11 +154,17 @@ function DomainView({ domain, onChanged }: { domain: Domain; onChanged: () => vo
 }
 
 /**
- * The records to publish. Two records of one kind (SPF's TXT and MX) are told apart by their type, so
- * that each Copy button says which record it copies from.
+ * The records to publish. Two records of one kind are told apart by their type (SPF's TXT and MX), or
+ * else by their name (a DKIM key being rotated in beside the one in use), so that each Copy button says
+ * which record it copies from.
  */
 function Records({ records }: { records: DomainRecord[] }) {
-  const named = (record: DomainRecord) => (records.filter((other) => other.record === record.record).length > 1 ? `${record.record} ${record.type} record` : `${record.record} record`);
+  const named = (record: DomainRecord) => {
+    const sameKind = records.filter((other) => other.record === record.record);
+    if (sameKind.length === 1) return `${record.record} record`;
+    if (sameKind.filter((other) => other.type === record.type).length === 1) return `${record.record} ${record.type} record`;
+    return `${record.record} record ${record.name}`;
+  };
   return (
     <table class="records" aria-labelledby="records-heading">
       <thead>
