@@ -400,6 +400,37 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     expect((await (await server.request('/suppressions')).json()).data).toHaveLength(suppressions);
   });
 
+  it('closes a connection that stays silent for the idle time', async () => {
+    const short = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1', idleMs: 300 });
+    try {
+      const socket = connect({ host: '127.0.0.1', port: short.port });
+      const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+      const opened = Date.now();
+      socket.on('data', () => undefined).on('error', () => undefined);
+      expect((await closed) - opened).toBeLessThan(5_000);
+    } finally {
+      await short.close();
+    }
+  });
+
+  it('retries the whole email, to every recipient, when no transaction reached its recipient (the relay cannot be reached)', async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const closedPort = (free.address() as AddressInfo).port;
+    await new Promise((resolve) => free.close(resolve));
+    const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'team@acme.dev', to: [`a.unreachable.${backend}@example.com`, `b.unreachable.${backend}@example.com`], subject: 'Hi', text: 'Hi' }) });
+    const { id } = await res.json();
+    const worker = new DeliveryWorker(server.store, smtpTransport(`smtp://127.0.0.1:${closedPort}`), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
+    try {
+      await worker.runOnce();
+    } finally {
+      await worker.stop();
+    }
+    const row = await server.store.database.db.selectFrom('emails').select(['last_event', 'last_error', 'deferred_recipients']).where('id', '=', id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ last_event: 'delivery_delayed', deferred_recipients: null, last_error: expect.stringContaining('ECONNREFUSED') });
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['email.delivery_delayed']);
+  });
+
   it('refuses a message over the size limit with 552', async () => {
     const small = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1', maxBytes: 2000 });
     const transport = createTransport({ host: '127.0.0.1', port: small.port, secure: false, ignoreTLS: true });
