@@ -1189,6 +1189,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/domains/{domain_id}/dkim-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the DKIM key of a domain
+         * @description Makes a new DKIM key under a selector of its own, listed as a second DKIM record to publish; the key that signs now goes on signing until a check finds the new record, which then takes over.
+         */
+        post: operations["rotateDomainDkimKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api-keys": {
         parameters: {
             query?: never;
@@ -3372,8 +3398,9 @@ export interface components {
         /**
          * @description A DNS record to publish. `name` is relative to the domain (`mailroom._domainkey` for
          *     `acme.dev` is `mailroom._domainkey.acme.dev`). `DKIM` holds the public key mail from the
-         *     domain is signed with; `SPF` the return path's sender policy, and its MX when the server
-         *     receives bounces; `DMARC` is a suggested policy, checked but not required.
+         *     domain is signed with (a second one, while a new key is rotated in); `SPF` the return
+         *     path's sender policy, and its MX when the server receives bounces; `DMARC` is a suggested
+         *     policy, checked but not required.
          */
         DomainRecord: {
             /**
@@ -7544,6 +7571,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DomainRef"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["DomainNotFound"];
+            422: components["responses"]["InvalidId"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    rotateDomainDkimKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The domain's id.
+                 * @example 4dd369bc-aa82-4ff3-97de-514ae3000ee0
+                 */
+                domain_id: components["parameters"]["DomainIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new key was made; the domain lists its record beside the one in use. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Domain"];
                 };
             };
             401: components["responses"]["Unauthorized"];

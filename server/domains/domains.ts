@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import type { Schemas } from '../api.ts';
 import type { DomainOptions } from '../config.ts';
 import type { DomainRecord, DomainStore } from '../store/domains.ts';
-import { domainStatusOf, recordsOf, wireRecords, type RecordStatuses } from './records.ts';
+import { domainStatusOf, recordsOf, wireRecords, type DomainRecordSource, type RecordStatuses } from './records.ts';
 
 /** The selector of every domain's first key; a rotated key gets another (README: rotating a key). */
 export const DKIM_SELECTOR = 'mailroom';
@@ -30,7 +30,7 @@ export class Domains {
   /** Registers a domain and makes its key; throws DomainAlreadyRegistered for a name taken. */
   async create(request: CreateDomain, now = new Date()): Promise<DomainRecord> {
     const name = request.name.toLowerCase();
-    const { publicKey, privateKey } = await makeKeyPair('rsa', { modulusLength: DKIM_BITS });
+    const key = await dkimKey();
     const at = now.toISOString();
     try {
       return await this.store.insert(
@@ -48,8 +48,11 @@ export class Domains {
           sending: request.capabilities?.sending ?? 'enabled',
           receiving: request.capabilities?.receiving ?? 'disabled',
           dkim_selector: DKIM_SELECTOR,
-          dkim_private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
-          dkim_public_key: publicKey.export({ type: 'spki', format: 'der' }).toString('base64'),
+          dkim_private_key: key.privateKey,
+          dkim_public_key: key.publicKey,
+          dkim_next_selector: null,
+          dkim_next_private_key: null,
+          dkim_next_public_key: null,
           verified_at: null,
           next_check_at: null,
           created_at: at,
@@ -85,6 +88,22 @@ export class Domains {
     return this.store.delete(id, this.describe, now);
   }
 
+  /**
+   * Makes a new key under a selector of its own, to publish beside the one that signs now; the next
+   * check that finds its record makes it the signing key. A rotation under way is replaced.
+   */
+  async rotateKey(id: string, now = new Date()): Promise<DomainRecord | undefined> {
+    const key = await dkimKey();
+    const selector = `${DKIM_SELECTOR}-${now.getTime().toString(36)}`;
+    return this.store.update(
+      id,
+      () => ({ dkim_next_selector: selector, dkim_next_private_key: key.privateKey, dkim_next_public_key: key.publicKey }),
+      () => true,
+      this.describe,
+      now,
+    );
+  }
+
   /** Asks for a check now: the domain and its records are `pending` until it is made. */
   startCheck(id: string, now = new Date()): Promise<DomainRecord | undefined> {
     return this.store.update(
@@ -104,25 +123,38 @@ export class Domains {
    * `nextCheckAt` is when to look again. Returns the domain as kept, or undefined.
    */
   recordCheck(domain: DomainRecord, statuses: RecordStatuses, nextCheckAt: Date, now = new Date()): Promise<DomainRecord | undefined> {
-    const status = domainStatusOf(this.recordsOf(domain), statuses);
     return this.store.update(
       domain.id,
-      (current) =>
-        current.next_check_at !== domain.next_check_at
-          ? undefined
-          : {
-              status,
-              record_status: JSON.stringify(statuses),
-              next_check_at: nextCheckAt.toISOString(),
-              ...(status === 'verified' && { verified_at: now.toISOString() }),
-            },
+      (current) => {
+        // A check made before a rotation or a `verify` began is not theirs to settle.
+        if (current.next_check_at !== domain.next_check_at || current.dkim_next_selector !== domain.dkim_next_selector) return undefined;
+        const { dkim_next: next, ...rest } = statuses;
+        // The rotated key's record is published: it signs from now on, and its record is the DKIM record.
+        const promoted = next === 'verified' && current.dkim_next_selector !== null;
+        const kept = promoted ? { ...rest, dkim: next } : statuses;
+        const status = domainStatusOf(this.recordsOf(current), kept);
+        return {
+          status,
+          record_status: JSON.stringify(kept),
+          next_check_at: nextCheckAt.toISOString(),
+          ...(status === 'verified' && { verified_at: now.toISOString() }),
+          ...(promoted && {
+            dkim_selector: current.dkim_next_selector!,
+            dkim_private_key: current.dkim_next_private_key!,
+            dkim_public_key: current.dkim_next_public_key!,
+            dkim_next_selector: null,
+            dkim_next_private_key: null,
+            dkim_next_public_key: null,
+          }),
+        };
+      },
       changedStatus,
       this.describe,
       now,
     );
   }
 
-  recordsOf(domain: Pick<DomainRecord, 'name' | 'return_path' | 'dkim_selector' | 'dkim_public_key'>) {
+  recordsOf(domain: DomainRecordSource) {
     return recordsOf(domain, this.options);
   }
 
@@ -153,7 +185,13 @@ export class Domains {
   };
 }
 
+/** A DKIM key pair: the private key as PKCS#8 PEM, the public one as base64 DER (SPKI), as `p=` gives it. */
+async function dkimKey(): Promise<{ privateKey: string; publicKey: string }> {
+  const { publicKey, privateKey } = await makeKeyPair('rsa', { modulusLength: DKIM_BITS });
+  return { privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+}
+
 const statusesOf = (domain: Pick<DomainRecord, 'record_status'>) => JSON.parse(domain.record_status) as RecordStatuses;
 
 /** Whether the domain's status or a record's changed: what `domain.updated` is sent for. */
-const changedStatus = (before: DomainRecord, after: DomainRecord) => before.status !== after.status || before.record_status !== after.record_status;
+const changedStatus = (before: DomainRecord, after: DomainRecord) => before.status !== after.status || before.record_status !== after.record_status || before.dkim_selector !== after.dkim_selector;

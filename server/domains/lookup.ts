@@ -40,6 +40,7 @@ export class RecordLookup {
 function matches(record: PublishedRecord, text: string): boolean {
   switch (record.key) {
     case 'dkim':
+    case 'dkim_next':
       return tagsOf(text).get('p') === tagsOf(record.wire.value).get('p');
     case 'spf':
       return /^v=spf1(\s|$)/i.test(text.trim());

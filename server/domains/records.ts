@@ -3,6 +3,8 @@
 // by key). Names are relative to the domain, as Resend gives them.
 //
 // - DKIM: `<selector>._domainkey`, TXT `p=<public key>`: what receivers check mail from it against.
+//   While a key is being rotated in, its record is listed second, under its own selector; it is not
+//   required, and once a check finds it the new key signs and the old record is no longer listed.
 // - SPF: on the return path's subdomain (`send`), TXT `v=spf1 mx ~all`: the bounce address's sender
 //   policy; any `v=spf1` record there passes the check, so an operator may name the relay's hosts.
 // - SPF MX: the return path's MX, pointing at the inbound listener, listed only when the server
@@ -13,9 +15,11 @@ import type { DomainOptions } from '../config.ts';
 import type { DomainStatus } from '../store/database.ts';
 import type { DomainRecord as StoredDomain } from '../store/domains.ts';
 
-export type RecordKey = 'dkim' | 'spf' | 'return_path_mx' | 'dmarc';
+export type RecordKey = 'dkim' | 'dkim_next' | 'spf' | 'return_path_mx' | 'dmarc';
 export type RecordStatus = Schemas['DomainRecordStatus'];
 export type RecordStatuses = Partial<Record<RecordKey, RecordStatus>>;
+
+export type DomainRecordSource = Pick<StoredDomain, 'name' | 'return_path' | 'dkim_selector' | 'dkim_public_key' | 'dkim_next_selector' | 'dkim_next_public_key'>;
 
 /** A record to publish, and what its check looks for. */
 export interface PublishedRecord {
@@ -31,13 +35,15 @@ export const SUGGESTED_DMARC = 'v=DMARC1; p=none;';
 export const SPF_VALUE = 'v=spf1 mx ~all';
 
 /** The records `domain` publishes, DKIM first. */
-export function recordsOf(domain: Pick<StoredDomain, 'name' | 'return_path' | 'dkim_selector' | 'dkim_public_key'>, options: Pick<DomainOptions, 'bounceDomain' | 'mxHost'>): PublishedRecord[] {
+export function recordsOf(domain: DomainRecordSource, options: Pick<DomainOptions, 'bounceDomain' | 'mxHost'>): PublishedRecord[] {
   const at = (name: string) => `${name}.${domain.name}`;
-  const dkimName = `${domain.dkim_selector}._domainkey`;
-  const records: PublishedRecord[] = [
-    { key: 'dkim', required: true, fqdn: at(dkimName), wire: { record: 'DKIM', name: dkimName, type: 'TXT', value: `p=${domain.dkim_public_key}`, ttl: 'Auto' } },
-    { key: 'spf', required: true, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'TXT', value: SPF_VALUE, ttl: 'Auto' } },
-  ];
+  const dkim = (key: 'dkim' | 'dkim_next', selector: string, publicKey: string): PublishedRecord => {
+    const name = `${selector}._domainkey`;
+    return { key, required: key === 'dkim', fqdn: at(name), wire: { record: 'DKIM', name, type: 'TXT', value: `p=${publicKey}`, ttl: 'Auto' } };
+  };
+  const records: PublishedRecord[] = [dkim('dkim', domain.dkim_selector, domain.dkim_public_key)];
+  if (domain.dkim_next_selector && domain.dkim_next_public_key) records.push(dkim('dkim_next', domain.dkim_next_selector, domain.dkim_next_public_key));
+  records.push({ key: 'spf', required: true, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'TXT', value: SPF_VALUE, ttl: 'Auto' } });
   if (options.bounceDomain && options.mxHost) {
     records.push({ key: 'return_path_mx', required: true, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'MX', value: options.mxHost, ttl: 'Auto', priority: 10 } });
   }

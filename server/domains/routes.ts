@@ -1,5 +1,5 @@
 // Domains: register one (its DKIM key made here, its records answered), list, retrieve, change its
-// settings, delete, and verify (a check of its DNS records, made by the DomainChecker).
+// settings, delete, verify (a check of its DNS records, made by the DomainChecker), and rotate its key.
 import type { OperationHandler } from '../api.ts';
 import { invalid, notFound } from '../errors.ts';
 import { cursorOf, listing } from '../paging.ts';
@@ -47,5 +47,11 @@ export function domainHandlers(store: Store, domains: Domains, checker: Pick<Dom
     res.json({ object: 'domain', id: domain.id });
   };
 
-  return { createDomain, listDomains, getDomain, updateDomain, deleteDomain, verifyDomain };
+  const rotateDomainDkimKey: OperationHandler<'rotateDomainDkimKey'> = async (req, res) => {
+    const domain = await domains.rotateKey(req.params.domain_id);
+    if (!domain) throw notFound('Domain');
+    res.json(domains.toDomain(domain));
+  };
+
+  return { createDomain, listDomains, getDomain, updateDomain, deleteDomain, verifyDomain, rotateDomainDkimKey };
 }

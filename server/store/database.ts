@@ -151,6 +151,10 @@ export interface DomainTable {
   dkim_private_key: string;
   /** The public key, base64 DER (SPKI), as the DKIM record's `p=` gives it. */
   dkim_public_key: string;
+  /** A key made by a rotation, under a selector of its own: it takes over once its record is found. */
+  dkim_next_selector: string | null;
+  dkim_next_private_key: string | null;
+  dkim_next_public_key: string | null;
   /** When every required record was last found as given; null if never. */
   verified_at: string | null;
   /** When its records are next looked up; null when no check is due (never verified). */

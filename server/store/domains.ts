@@ -11,7 +11,7 @@ import type { EventStore } from './events.ts';
 import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type DomainRecord = Selectable<DomainTable>;
-export type DomainChanges = Omit<Updateable<DomainTable>, 'id' | 'name' | 'created_at' | 'dkim_private_key' | 'dkim_public_key' | 'dkim_selector'>;
+export type DomainChanges = Omit<Updateable<DomainTable>, 'id' | 'name' | 'created_at'>;
 /** What the `domain.*` event of a change carries: the domain as the change left it. */
 export type DescribeDomain = (domain: DomainRecord) => unknown;
 

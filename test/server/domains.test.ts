@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { createKey } from '../../server/apiKeys/key.ts';
+import { Senders } from '../../server/domains/senders.ts';
 import { backends } from '../support/backends.ts';
 import { startDnsServer, type DnsServer } from '../support/dns.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -157,6 +158,36 @@ describe.each(backends)('domains on %s', (backend) => {
     expect(await elsewhere.json()).toMatchObject({ name: 'validation_error', message: expect.stringContaining('may send only from its own domain') });
     expect((await server.api('GET', '/api-keys')).data.find((k: any) => k.name === 'one domain')).toMatchObject({ domain_id: body.id, permission: 'sending_access' });
     expect(await server.api('POST', '/api-keys', { name: 'x', domain_id: '00000000-0000-4000-8000-000000000000' })).toMatchObject({ statusCode: 422, message: expect.stringContaining('does not exist') });
+  });
+
+  it('rotates a key: the one in use signs until the new one is published and found, which then takes over', async () => {
+    const { body } = await create(fresh());
+    publish(body);
+    await verified(body.id);
+    const signer = async () => (await new Senders(server.store.domains, { requireRegistered: false, bounceDomain: undefined }).identity(`a@${body.name}`)).dkim;
+    const first = await signer();
+    expect(first).toMatchObject({ domainName: body.name, keySelector: 'mailroom' });
+
+    const rotating = await server.api('POST', `/domains/${body.id}/dkim-key/rotate`);
+    expect(rotating.status).toBe('verified');
+    const dkim = rotating.records.filter((r: any) => r.record === 'DKIM');
+    expect(dkim.map((r: any) => r.status)).toEqual(['verified', 'not_started']);
+    expect(dkim[1].name).toMatch(/^mailroom-[0-9a-z]+\._domainkey$/);
+    expect(dkim[1].value).not.toBe(dkim[0].value);
+    expect(JSON.stringify(rotating)).not.toContain('PRIVATE KEY');
+    // Not yet published: a check leaves the key in use signing, and the domain verified.
+    expect((await verified(body.id)).records.filter((r: any) => r.record === 'DKIM').map((r: any) => r.status)).toEqual(['verified', 'failed']);
+    expect(await signer()).toEqual(first);
+    expect((await send(`team@${body.name}`)).status).toBe(200);
+
+    dns.publish(`${dkim[1].name}.${body.name}`, { type: 'TXT', value: dkim[1].value });
+    const rotated = await verified(body.id);
+    expect(rotated.records.filter((r: any) => r.record === 'DKIM')).toEqual([{ ...dkim[1], status: 'verified' }]);
+    const now = await signer();
+    expect(now).toMatchObject({ domainName: body.name, keySelector: dkim[1].name.replace('._domainkey', '') });
+    expect(now!.privateKey).not.toBe(first!.privateKey);
+    expect((await domainEvents(body.id)).at(-1)).toMatchObject({ type: 'domain.updated', data: { status: 'verified', records: expect.arrayContaining([expect.objectContaining({ name: dkim[1].name })]) } });
+    expect(await server.api('POST', '/domains/00000000-0000-4000-8000-000000000000/dkim-key/rotate')).toMatchObject({ statusCode: 404 });
   });
 
   it('sends a broadcast from a registered domain only once it is verified', async () => {
