@@ -12,12 +12,12 @@ import { UUID_FORM } from './store/timeOrderedId.ts';
 export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHandler<any> };
 
 /**
- * Paths of Resend operations Mailroom does not have (the SDK's contacts.imports, emails.metrics and
- * emails.receiving lists) that a path of the contract would take for an id: `/contacts/imports` as the
+ * Paths of Resend operations Mailroom does not have (the SDK's contacts.imports, emails.metrics,
+ * emails.receiving lists and domains.claims.create) that a path of the contract would take for an id: `/contacts/imports` as the
  * contact `imports`, refused 422 as no id or email, or 405 for a POST. They are answered 404, as every
  * other route the contract lacks.
  */
-const NOT_SERVED = new Set(['/contacts/imports', '/emails/metrics', '/emails/receiving']);
+const NOT_SERVED = new Set(['/contacts/imports', '/emails/metrics', '/emails/receiving', '/domains/claim']);
 
 export const notServed: RequestHandler = (req, _res, next) => next(NOT_SERVED.has(req.path) ? new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`) : undefined);
 

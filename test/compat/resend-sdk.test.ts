@@ -200,6 +200,9 @@ describe.each(backends)('the resend SDK on %s', (backend) => {
       resend.emails.receiving.list(),
       resend.contactProperties.list(),
       resend.webhooks.events.attempts.list({ webhookId: '00000000-0000-4000-8000-000000000000', eventId: 'msg_000000000000AAAAAAAAAAAA' }),
+      resend.domains.claims.create({ name: 'claimed.example.com' }),
+      resend.domains.claims.get('00000000-0000-4000-8000-000000000000'),
+      resend.domains.claims.verify('00000000-0000-4000-8000-000000000000'),
     ];
     for (const answer of await Promise.all(calls)) expect(answer.error).toMatchObject({ name: 'not_found', statusCode: 404 });
   });
