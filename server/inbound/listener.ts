@@ -171,7 +171,7 @@ function attributed({ paths, signedSince }: Attribution, path: ReturnPathAddress
       report.kind === 'complaint'
         ? onRecipient(recipient, [{ address: report.rcptTo }], (_, who) => complained(report.feedbackType, [who]))
         : onRecipient(recipient, report.recipients, dsnDecision);
-    if (!decision) heard.why = 'it names someone other than the recipient its return path was made for, or no one';
+    if (!decision) heard.why = 'it names someone other than the recipient its return path was made for, or says nothing of that recipient';
     return decision?.(email);
   };
 }
