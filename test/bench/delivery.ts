@@ -66,9 +66,9 @@ function databaseCpuMs(): number {
 }
 
 /** Where a run's CPU went, in ms: the delivery workers, the server (the webhook outbox), the SMTP sink, PostgreSQL, and this process (its receiver and polling). */
-type Cpu = Record<'worker' | 'server' | 'sink' | 'postgres' | 'bench', number>;
+export type Cpu = Record<'worker' | 'server' | 'sink' | 'postgres' | 'bench', number>;
 
-interface Run {
+export interface Run {
   cpu: Cpu;
   seconds: number;
   /** From the first message at the sink to the last outcome recorded: the worker's start left out. */
@@ -97,9 +97,9 @@ async function call(bench: DeliveryBench, method: string, path: string, body?: u
   return res.json();
 }
 
-async function accept(bench: DeliveryBench, total: number, html: string): Promise<void> {
+async function accept(bench: DeliveryBench, total: number, html: string, from: string): Promise<void> {
   for (let sent = 0; sent < total; sent += 100) {
-    const items = Array.from({ length: 100 }, (_, n) => ({ from: 'Acme <news@acme.dev>', to: `r${sent + n}@example.com`, subject: 'News', html }));
+    const items = Array.from({ length: 100 }, (_, n) => ({ from, to: `r${sent + n}@example.com`, subject: 'News', html }));
     await call(bench, 'POST', '/emails/batch', items);
   }
 }
@@ -116,7 +116,8 @@ const deliveriesOf = (store: Store, webhookId: string, state?: 'delivered') => {
   return count(query.executeTakeFirstOrThrow());
 };
 
-async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, html: string, withWebhook: boolean): Promise<Run> {
+/** Accepts `total` emails from `from` through the API, then delivers them with fresh workers to `sink`, timed. */
+export async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, html: string, withWebhook: boolean, from = 'Acme <news@acme.dev>'): Promise<Run> {
   let receiver: CountingReceiver | undefined;
   let webhookId: string | undefined;
   if (withWebhook) {
@@ -124,7 +125,7 @@ async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, ht
     webhookId = (await call(bench, 'POST', '/webhooks', { endpoint: receiver.url, events: Object.keys(EMAIL_EVENTS) })).id as string;
   }
   try {
-    await accept(bench, total, html);
+    await accept(bench, total, html, from);
     const received = async () => (await sink.ask('stats')).received as number;
     const before = await received();
     const cpuAt = { server: cpuMs(bench.api.pid), sink: cpuMs(sink.child.pid!), postgres: databaseCpuMs(), bench: process.cpuUsage() };
@@ -172,8 +173,8 @@ async function deliverOnce(bench: DeliveryBench, sink: Target, total: number, ht
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const perSecond = (n: number, seconds: number) => Math.round(n / seconds).toLocaleString('en');
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+export const perSecond = (n: number, seconds: number) => Math.round(n / seconds).toLocaleString('en');
 
 export async function benchDelivery(bench: DeliveryBench): Promise<void> {
   const sink = await bench.startTarget('sink');

@@ -2,9 +2,9 @@
 // Each server runs in its own process and autocannon in another, all on 127.0.0.1, bounded in time.
 // Every section runs on SQLite, then on PostgreSQL (in a schema of its own, dropped after) when a server
 // answers at DATABASE_URL, TEST_POSTGRES_URL or postgres://postgres@127.0.0.1:5432/test. BENCH_ONLY runs
-// some sections alone (a comma-separated list of: memory, stream, delivery, rates, scale, fanout,
+// some sections alone (a comma-separated list of: memory, stream, delivery, dkim, rates, scale, fanout,
 // webhooks, dashboard); BENCH_DATABASES=sqlite or =postgres one database; BENCH_MILLION=1 adds the
-// 1,000,000-contact size to `scale`; BENCH_DELIVERY_SIZES=small or =large one message size in `delivery`.
+// 1,000,000-contact size to `scale`; BENCH_DELIVERY_SIZES=small or =large one message size in `delivery` and `dkim`.
 // BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,6 +20,7 @@ import { openStore } from '../../server/store/index.ts';
 import { storeCallCosts } from './bounds.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchDelivery, cpuMs } from './delivery.ts';
+import { benchDkim } from './dkim.ts';
 import { benchFanout, postgresReachable } from './fanout.ts';
 import { benchGrowth } from './growth.ts';
 import { benchWebhooks } from './webhooks.ts';
@@ -34,7 +35,7 @@ const DELIVERY_ROUNDS = Number(process.env.BENCH_DELIVERY_ROUNDS ?? Math.max(ROU
 const CONNECTIONS = 16;
 /** How long the memory section watches an idle server for its RSS to settle. */
 const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 120);
-const SECTIONS = ['memory', 'stream', 'delivery', 'rates', 'scale', 'fanout', 'webhooks', 'dashboard'];
+const SECTIONS = ['memory', 'stream', 'delivery', 'dkim', 'rates', 'scale', 'fanout', 'webhooks', 'dashboard'];
 const only = process.env.BENCH_ONLY?.split(',').map((name) => name.trim());
 const unknown = only?.filter((name) => !SECTIONS.includes(name));
 if (unknown?.length) throw new Error(`BENCH_ONLY: no section ${unknown.join(', ')}; there are ${SECTIONS.join(', ')}`);
@@ -187,12 +188,14 @@ async function benchDatabase(database: string): Promise<void> {
   }
 
   // 2. End-to-end delivery, against nodemailer alone, and without a webhook and with one (test/bench/delivery.ts).
-  if (wanted('delivery')) {
+  // 2b. The same delivery signed with a verified domain's DKIM key and unsigned (test/bench/dkim.ts).
+  for (const section of ['delivery', 'dkim'].filter(wanted)) {
     const store = await openStore(storeOptions());
     try {
       const api = { url: mailroom.url, key: TEST_KEY, pid: mailroom.child.pid! };
       const threads = Number(process.env.BENCH_DELIVERY_THREADS ?? 1);
-      await benchDelivery({ api, store, startTarget, rounds: DELIVERY_ROUNDS, threads, sizes: process.env.BENCH_DELIVERY_SIZES?.split(',') });
+      const bench = { api, store, startTarget, rounds: DELIVERY_ROUNDS, threads, sizes: process.env.BENCH_DELIVERY_SIZES?.split(',') };
+      await (section === 'delivery' ? benchDelivery(bench) : benchDkim(bench));
     } finally {
       await store.close();
     }
@@ -317,7 +320,7 @@ async function onEachDatabase(name: string, sections: (database: string) => Prom
 }
 
 console.log(`Mailroom benchmark: ${CONTACTS.toLocaleString('en')} contacts; ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS}s per server and endpoint, medians`);
-if (['memory', 'stream', 'delivery', 'rates', 'dashboard'].some(wanted)) await onEachDatabase('main', benchDatabase);
+if (['memory', 'stream', 'delivery', 'dkim', 'rates', 'dashboard'].some(wanted)) await onEachDatabase('main', benchDatabase);
 if (wanted('scale')) await onEachDatabase('scale', growthSection);
 
 // The broadcast fan-out of a large segment, and the webhook outbox, on both databases likewise.
