@@ -57,7 +57,7 @@ export function smtpTransport(
       const raw = buildMessage(message);
       const sendMail = (envelope: OutgoingMessage['envelope'], dsn: OutgoingMessage['dsn']) => transporter.sendMail({ envelope, dsn, messageId, raw, ...(dkim && { dkim }) });
       if (returnPaths) {
-        // ORCPT names the recipient, now that each transaction has one.
+        // Each transaction has one recipient, whom ORCPT names.
         return toEach(envelope.to, (recipient) => sendMail({ from: returnPaths(recipient), to: [recipient] }, dsn && { ...dsn, recipient }));
       }
       const { rejectedErrors } = (await sendMail(envelope, dsn)) as { rejectedErrors?: unknown[] };
