@@ -43,7 +43,10 @@ export function recordsOf(domain: DomainRecordSource, options: Pick<DomainOption
   };
   const records: PublishedRecord[] = [dkim('dkim', domain.dkim_selector, domain.dkim_public_key)];
   if (domain.dkim_next_selector && domain.dkim_next_public_key) records.push(dkim('dkim_next', domain.dkim_next_selector, domain.dkim_next_public_key));
-  records.push({ key: 'spf', required: true, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'TXT', value: SPF_VALUE, ttl: 'Auto' } });
+  // Mail goes out from the return-path subdomain only when bounces come back (BOUNCE_DOMAIN): without
+  // it, the envelope sender is the From address, and this record is checked but not needed.
+  const returnPathUsed = Boolean(options.bounceDomain);
+  records.push({ key: 'spf', required: returnPathUsed, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'TXT', value: SPF_VALUE, ttl: 'Auto' } });
   if (options.bounceDomain && options.mxHost) {
     records.push({ key: 'return_path_mx', required: true, fqdn: at(domain.return_path), wire: { record: 'SPF', name: domain.return_path, type: 'MX', value: options.mxHost, ttl: 'Auto', priority: 10 } });
   }

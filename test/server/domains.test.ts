@@ -205,6 +205,21 @@ describe.each(backends)('domains on %s', (backend) => {
     expect(await server.api('POST', `/broadcasts/${broadcast.id}/send`, {})).toEqual({ object: 'broadcast', id: broadcast.id });
   });
 
+  it('needs no SPF record on the return path when the server receives no bounces: mail then leaves from the From address', async () => {
+    const plain = await startTestServer(backend, { config: { domains: { ...loadConfig({}).domains, dnsServers: [dns.address] } } });
+    try {
+      const name = fresh();
+      const domain = await (await fetch(`${plain.url}/domains`, { method: 'POST', headers: { authorization: `Bearer ${plain.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) })).json();
+      expect(domain.records.map((r: any) => `${r.record} ${r.type}`)).toEqual(['DKIM TXT', 'SPF TXT', 'DMARC TXT']);
+      dns.publish(`mailroom._domainkey.${name}`, { type: 'TXT', value: domain.records[0].value });
+      await plain.api('POST', `/domains/${domain.id}/verify`);
+      await eventually(async () => (await plain.api('GET', `/domains/${domain.id}`)).status === 'verified', 'verified by DKIM alone', 200, 50);
+      expect((await plain.api('GET', `/domains/${domain.id}`)).records.map((r: any) => r.status)).toEqual(['verified', 'failed', 'failed']);
+    } finally {
+      await plain.close();
+    }
+  });
+
   it('refuses a from on a domain never registered when the server requires registered domains', async () => {
     const strict = await startTestServer(backend, { config: { domains: { ...loadConfig({}).domains, requireRegistered: true } } });
     try {
