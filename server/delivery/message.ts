@@ -38,6 +38,8 @@ export interface DkimKey {
   keySelector: string;
   /** PKCS#8 PEM. */
   privateKey: string;
+  /** The header fields signed, colon-separated, where present. */
+  headerFieldNames?: string;
 }
 
 /**

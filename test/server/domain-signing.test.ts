@@ -102,7 +102,8 @@ describe.each(backends)('a sending domain signs its mail, as receivers check it,
     expect((await server.request(`/domains/${created.id}/verify`, { method: 'POST' })).status).toBe(200);
     await eventually(async () => (await server.api('GET', `/domains/${created.id}`)).status === 'verified', 'the domain verified', 200, 50);
 
-    const accepted = await send();
+    // One-click unsubscribe headers, which RFC 8058 wants covered by the signature.
+    const accepted = await send({ headers: { 'List-Unsubscribe': `<https://${name}/unsubscribe/1>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } });
     expect(accepted.status).toBe(200);
     const { id } = await accepted.json();
     await deliver();
@@ -120,7 +121,7 @@ describe.each(backends)('a sending domain signs its mail, as receivers check it,
     expect(tags.get('c')).toBe('relaxed/relaxed');
     expect(tags.get('a')).toBe('rsa-sha256');
     const signed = tags.get('h')!.toLowerCase().split(':');
-    for (const header of ['from', 'to', 'subject', 'date', 'message-id']) expect(signed).toContain(header);
+    for (const header of ['from', 'to', 'subject', 'date', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']) expect(signed).toContain(header);
 
     const result = await check(raw, envelope.from);
     expect(result.dkim.results).toHaveLength(1);
