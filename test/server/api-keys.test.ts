@@ -38,7 +38,7 @@ describe.each(backends)('API keys on %s', (backend) => {
     const list = await call('GET', '/api-keys');
     expect(list.status).toBe(200);
     expect(list.body.data.find((k: { id: string }) => k.id === created.body.id)).toEqual({
-      id: created.body.id, name: 'deploy bot', permission: 'full_access', created_at: expect.any(String), last_used_at: expect.any(String),
+      id: created.body.id, name: 'deploy bot', permission: 'full_access', domain_id: null, created_at: expect.any(String), last_used_at: expect.any(String),
     });
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
   });

@@ -171,7 +171,7 @@ describe.each(backends)('errors on %s', (backend) => {
     });
 
     it('answers 404 not_found for an unknown route', async () => {
-      expect(await call('/domains')).toMatchObject({ status: 404, body: errorBody(404, 'not_found') });
+      expect(await call('/inboxes')).toMatchObject({ status: 404, body: errorBody(404, 'not_found') });
     });
 
     it('answers 405 method_not_allowed with Allow for a method the path lacks', async () => {

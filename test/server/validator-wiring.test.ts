@@ -132,7 +132,7 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
   });
 
   it('routes before auth: an unknown path is 404 and a wrong method 405 without a key', async () => {
-    expect((await server.request('/domains', { headers: { authorization: '' } })).status).toBe(404);
+    expect((await server.request('/inboxes', { headers: { authorization: '' } })).status).toBe(404);
     expect((await server.request('/contacts', { method: 'PUT', headers: { authorization: '' } })).status).toBe(405);
   });
 
