@@ -148,6 +148,19 @@ function DomainView({ domain, onChanged }: { domain: Domain; onChanged: () => vo
       <h2 id="records-heading">DNS records</h2>
       <p class="field-hint">Names are relative to {domain.name}. A provider that asks for the full name takes the name followed by .{domain.name}.</p>
       <Records records={domain.records} />
+      <p class="field-hint">
+        A new DKIM key is listed beside the one in use, which goes on signing until a check finds the new record; then the new key signs.{' '}
+        <ActionButton
+          onClick={async () => {
+            if (!confirm(`Make a new DKIM key for “${domain.name}”? Publish its record, then verify.`)) return;
+            const { error } = await client.POST('/domains/{domain_id}/dkim-key/rotate', path);
+            setError(error ?? null);
+            onChanged();
+          }}
+        >
+          Rotate DKIM key
+        </ActionButton>
+      </p>
       <Settings domain={domain} onChanged={onChanged} />
     </>
   );

@@ -6,6 +6,7 @@ import { createTransport } from 'nodemailer';
 import type { OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY } from './options.ts';
 import { buildMessage } from './mime.ts';
+import { DkimSigner } from './dkimSigner.ts';
 
 /** A recipient the relay refused, for good (5xx) or for now (4xx), and the reply it refused with. */
 export interface Refusal {
@@ -46,16 +47,16 @@ export function smtpTransport(
   if (!url.searchParams.has('maxConnections')) url.searchParams.set('maxConnections', String(maxConnections));
   // The URL's own settings, if any, win over these.
   const transporter = createTransport({ url: url.toString(), connectionTimeout: timeoutMs, greetingTimeout: timeoutMs, socketTimeout: timeoutMs });
+  const signed = signing();
   return {
     final,
     send: async (message) => {
       // Built whole into one buffer, which the connection writes at once (server/delivery/mime.ts),
-      // once for every recipient's copy. The Message-ID is given again so that nodemailer does not
-      // make one up for the raw message. A domain's key signs it as it is written out (nodemailer's
-      // DKIM signer, relaxed/relaxed).
-      const { envelope, dsn, messageId, dkim, returnPaths } = message;
-      const raw = buildMessage(message);
-      const sendMail = (envelope: OutgoingMessage['envelope'], dsn: OutgoingMessage['dsn']) => transporter.sendMail({ envelope, dsn, messageId, raw, ...(dkim && { dkim }) });
+      // and signed with its domain's key (./dkimSigner.ts), once for every recipient's copy. The
+      // Message-ID is given again so that nodemailer does not make one up for the raw message.
+      const { envelope, dsn, messageId, returnPaths } = message;
+      const raw = await signed(message);
+      const sendMail = (envelope: OutgoingMessage['envelope'], dsn: OutgoingMessage['dsn']) => transporter.sendMail({ envelope, dsn, messageId, raw });
       if (returnPaths) {
         // Each transaction has one recipient, whom ORCPT names.
         return toEach(envelope.to, (recipient) => sendMail({ from: returnPaths(recipient), to: [recipient] }, dsn && { ...dsn, recipient }));
@@ -63,26 +64,29 @@ export function smtpTransport(
       const { rejectedErrors } = (await sendMail(envelope, dsn)) as { rejectedErrors?: unknown[] };
       return { refused: refusals(rejectedErrors, isPermanent), deferred: refusals(rejectedErrors, isTransient) };
     },
-    close: () => transporter.close(),
+    close: () => {
+      transporter.close();
+      void signed.close();
+    },
   };
 }
 
 export function captureTransport(): Transport {
-  // A signed message is kept as a relay would get it: signed by nodemailer, whose stream transport
-  // writes the message out instead of sending it. Recipients' copies differ only in their envelopes
-  // (their return paths), which are not kept: one message stands for them all.
-  let signer: ReturnType<typeof createTransport> | undefined;
+  // A signed message is kept as a relay would get it. Recipients' copies differ only in their
+  // envelopes (their return paths), which are not kept: one message stands for them all.
+  const signed = signing();
   return {
     final: true,
-    send: async (message) => {
-      const raw = buildMessage(message);
-      if (!message.dkim) return { raw: raw.toString('latin1') };
-      signer ??= createTransport({ streamTransport: true, buffer: true });
-      const info = await signer.sendMail({ envelope: message.envelope, messageId: message.messageId, raw, dkim: message.dkim });
-      return { raw: (info.message as Buffer).toString('latin1') };
-    },
-    close: () => signer?.close(),
+    send: async (message) => ({ raw: (await signed(message)).toString('latin1') }),
+    close: () => void signed.close(),
   };
+}
+
+/** A message's bytes, signed when it carries its domain's key. */
+function signing(): ((message: OutgoingMessage) => Promise<Buffer>) & { close(): Promise<void> } {
+  const signer = new DkimSigner();
+  const signed = async (message: OutgoingMessage) => (message.dkim ? signer.sign(buildMessage(message), message.dkim) : buildMessage(message));
+  return Object.assign(signed, { close: () => signer.close() });
 }
 
 /**

@@ -115,6 +115,13 @@ describe.skipIf(!chromiumPresent)("the dashboard's domains", () => {
     expect(['failed', 'temporary_failure']).toContain((await api('GET', `/domains/${id}`)).status);
     await page.screenshot({ path: `${SCREENSHOTS}/dashboard-domain-checked-1280.png` });
 
+    // A new key: listed beside the one in use, each Copy button naming its record.
+    await page.getByRole('button', { name: 'Rotate DKIM key' }).click();
+    await until(async () => (await rows.locator('td:first-child').allTextContents()).filter((kind) => kind === 'DKIM').length === 2, 'the new key listed');
+    const rotated = (await api('GET', `/domains/${id}`)).records.filter((r: { record: string }) => r.record === 'DKIM');
+    expect(rotated).toHaveLength(2);
+    await page.getByRole('button', { name: `Copy value of DKIM record ${rotated[1].name}` }).waitFor();
+
     await page.getByRole('button', { name: 'Delete domain' }).click();
     await page.getByRole('heading', { level: 1, name: 'Domains' }).waitFor();
     await page.getByText('No domains yet.').waitFor();

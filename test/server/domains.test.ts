@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { Senders } from '../../server/domains/senders.ts';
+import { captureTransport } from '../../server/delivery/transport.ts';
+import { DeliveryWorker } from '../../server/delivery/worker.ts';
+import { pino } from 'pino';
 import { backends } from '../support/backends.ts';
 import { startDnsServer, type DnsServer } from '../support/dns.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -142,7 +145,15 @@ describe.each(backends)('domains on %s', (backend) => {
     expect(batch.status).toBe(403);
     publish(body);
     await verified(body.id);
-    expect((await send(`team@${body.name}`)).status).toBe(200);
+    const accepted = await send(`team@${body.name}`);
+    expect(accepted.status).toBe(200);
+    // Kept signed by the capture transport, as a relay would get it.
+    const { id } = await accepted.json();
+    const worker = new DeliveryWorker(server.store, captureTransport(), pino({ level: 'silent' }));
+    await worker.runOnce();
+    await worker.stop();
+    const raw = await (await server.request(`/emails/${id}/raw`)).text();
+    expect(raw.replace(/\r\n[ \t]+/g, ' ')).toMatch(new RegExp(`^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${body.name.replaceAll('.', '\\.')}; `));
 
     const unregistered = `never-${backend}.example.org`;
     expect((await send(`a@${unregistered}`)).status).toBe(200);
