@@ -29,6 +29,8 @@ const env = () => ({
   ...process.env,
   PATH: productionPath(),
   NODE_ENV: 'production',
+  // Production refuses mail from domains not registered; the test sends from acme.dev, which is not.
+  REQUIRE_VERIFIED_DOMAIN: 'false',
   PORT: '0',
   DATA_DIR: dataDir,
   DATABASE_URL: '',
