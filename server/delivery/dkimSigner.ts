@@ -1,6 +1,6 @@
-// DKIM signatures, made by nodemailer's signer on a thread of their own. The signer makes its RSA
+// DKIM signatures, made by nodemailer's signer on threads of their own. The signer makes its RSA
 // signature synchronously, which would cost the delivery thread about as much again as building and
-// sending a small message; on its own thread it runs beside delivery, on the other core. The thread
+// sending a small message; on threads of their own they run beside delivery, on the other core. The thread
 // writes each message out through nodemailer's stream transport with the `dkim` option, which is how
 // nodemailer signs; a domain's key is parsed once there, since parsing a PEM key costs more than the
 // signature. Messages are signed once, whatever number of recipients' copies go out.
@@ -18,44 +18,60 @@ const { createPrivateKey } = require('node:crypto');
 const { createTransport } = require(workerData.nodemailer);
 const writer = createTransport({ streamTransport: true, buffer: true });
 const keys = new Map();
-parentPort.on('message', ({ id, raw, dkim }) => {
-  let privateKey = keys.get(dkim.privateKey);
-  if (!privateKey) {
+const keyOf = (pem) => {
+  let key = keys.get(pem);
+  if (!key) {
     if (keys.size >= 1000) keys.clear();
-    privateKey = createPrivateKey(dkim.privateKey);
-    keys.set(dkim.privateKey, privateKey);
+    key = createPrivateKey(pem);
+    keys.set(pem, key);
+  }
+  return key;
+};
+const failed = (id, error) => parentPort.postMessage({ id, error: String((error && error.message) || error) });
+parentPort.on('message', ({ id, raw, dkim }) => {
+  let privateKey;
+  try {
+    privateKey = keyOf(dkim.privateKey);
+  } catch (error) {
+    return failed(id, error);
   }
   writer.sendMail({ envelope: { from: '', to: ['signing@localhost'] }, raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), dkim: { ...dkim, privateKey } }).then(
     (info) => parentPort.postMessage({ id, signed: info.message }),
-    (error) => parentPort.postMessage({ id, error: String((error && error.message) || error) }),
+    (error) => failed(id, error),
   );
 });
 `;
 
-type Waiting = { resolve: (signed: Buffer) => void; reject: (error: Error) => void };
+type Waiting = { thread: Worker; resolve: (signed: Buffer) => void; reject: (error: Error) => void };
+
+/**
+ * Signing threads per signer, taking messages in turn: nodemailer's signer reads the message through
+ * streams as well as signing it, and one thread could not keep up with one delivery thread.
+ */
+const THREADS = 2;
 
 export class DkimSigner {
-  private thread: Worker | undefined;
+  private readonly threads: (Worker | undefined)[] = Array(THREADS).fill(undefined);
   private next = 0;
   private readonly waiting = new Map<number, Waiting>();
 
   /** The message with its DKIM-Signature header first. */
   sign(raw: Buffer, key: DkimKey): Promise<Buffer> {
-    const thread = (this.thread ??= this.start());
     const id = this.next++;
+    const turn = id % THREADS;
+    const thread = (this.threads[turn] ??= this.start(turn));
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      this.waiting.set(id, { thread, resolve, reject });
       thread.postMessage({ id, raw, dkim: key });
     });
   }
 
   async close(): Promise<void> {
-    const thread = this.thread;
-    this.thread = undefined;
-    await thread?.terminate();
+    const threads = this.threads.splice(0, THREADS, ...Array(THREADS).fill(undefined));
+    await Promise.all(threads.map((thread) => thread?.terminate()));
   }
 
-  private start(): Worker {
+  private start(turn: number): Worker {
     const thread = new Worker(THREAD, { eval: true, workerData: { nodemailer: createRequire(import.meta.url).resolve('nodemailer') } });
     // Waiting sends keep the process busy; an idle signer must not keep it alive.
     thread.unref();
@@ -65,11 +81,15 @@ export class DkimSigner {
       if (error !== undefined || !signed) waiting?.reject(new Error(`the message could not be signed: ${error}`));
       else waiting?.resolve(Buffer.from(signed.buffer, signed.byteOffset, signed.byteLength));
     });
-    // A thread that died fails what it held (those sends are tried again later); the next message starts another.
+    // A thread that died fails what it held (those sends are tried again later); the next message in
+    // its turn starts another.
     const failAll = (error: Error) => {
-      if (this.thread === thread) this.thread = undefined;
-      for (const waiting of this.waiting.values()) waiting.reject(error);
-      this.waiting.clear();
+      if (this.threads[turn] === thread) this.threads[turn] = undefined;
+      for (const [id, waiting] of this.waiting) {
+        if (waiting.thread !== thread) continue;
+        waiting.reject(error);
+        this.waiting.delete(id);
+      }
     };
     thread.on('error', failAll);
     thread.on('exit', () => failAll(new Error('the DKIM signing thread stopped')));
