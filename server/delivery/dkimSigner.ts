@@ -1,12 +1,12 @@
 // DKIM signatures, made by nodemailer's signer on threads of their own. The signer makes its RSA
 // signature synchronously, which would cost the delivery thread about as much again as building and
-// sending a small message; on threads of their own they run beside delivery, on the other core. The thread
-// writes each message out through nodemailer's stream transport with the `dkim` option, which is how
-// nodemailer signs; a domain's key is parsed once there, since parsing a PEM key costs more than the
-// signature. Messages are signed once, whatever number of recipients' copies go out.
+// sending a small message; on threads of their own they run beside delivery, on the other core. Each
+// thread signs with nodemailer's DKIM signer (`nodemailer/lib/dkim`, the one its `dkim` option uses),
+// made once per key: parsing a PEM key costs more than the signature. Messages are signed once,
+// whatever number of recipients' copies go out.
 //
 // The thread's code is given as text (`eval`): a file of its own would need a path that holds both in
-// the source tree, as tests run it, and in the bundle under build/. It loads nodemailer from where
+// the source tree, as tests run it, and in the bundle under build/. It loads the signer from where
 // this module resolves it.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -15,30 +15,30 @@ import type { DkimKey } from './message.ts';
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createPrivateKey } = require('node:crypto');
-const { createTransport } = require(workerData.nodemailer);
-const writer = createTransport({ streamTransport: true, buffer: true });
-const keys = new Map();
-const keyOf = (pem) => {
-  let key = keys.get(pem);
-  if (!key) {
-    if (keys.size >= 1000) keys.clear();
-    key = createPrivateKey(pem);
-    keys.set(pem, key);
+const DKIM = require(workerData.dkim);
+const signers = new Map();
+const signerOf = ({ domainName, keySelector, privateKey, headerFieldNames }) => {
+  const known = domainName + ' ' + keySelector + ' ' + privateKey;
+  let signer = signers.get(known);
+  if (!signer) {
+    if (signers.size >= 1000) signers.clear();
+    signer = new DKIM({ domainName, keySelector, privateKey: createPrivateKey(privateKey), headerFieldNames });
+    signers.set(known, signer);
   }
-  return key;
+  return signer;
 };
 const failed = (id, error) => parentPort.postMessage({ id, error: String((error && error.message) || error) });
 parentPort.on('message', ({ id, raw, dkim }) => {
-  let privateKey;
+  let signed;
   try {
-    privateKey = keyOf(dkim.privateKey);
+    signed = signerOf(dkim).sign(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
   } catch (error) {
     return failed(id, error);
   }
-  writer.sendMail({ envelope: { from: '', to: ['signing@localhost'] }, raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), dkim: { ...dkim, privateKey } }).then(
-    (info) => parentPort.postMessage({ id, signed: info.message }),
-    (error) => failed(id, error),
-  );
+  const chunks = [];
+  signed.on('data', (chunk) => chunks.push(chunk));
+  signed.on('end', () => parentPort.postMessage({ id, signed: Buffer.concat(chunks) }));
+  signed.on('error', (error) => failed(id, error));
 });
 `;
 
@@ -72,7 +72,7 @@ export class DkimSigner {
   }
 
   private start(turn: number): Worker {
-    const thread = new Worker(THREAD, { eval: true, workerData: { nodemailer: createRequire(import.meta.url).resolve('nodemailer') } });
+    const thread = new Worker(THREAD, { eval: true, workerData: { dkim: createRequire(import.meta.url).resolve('nodemailer/lib/dkim') } });
     // Waiting sends keep the process busy; an idle signer must not keep it alive.
     thread.unref();
     thread.on('message', ({ id, signed, error }: { id: number; signed?: Uint8Array; error?: string }) => {
