@@ -73,8 +73,7 @@ export async function benchDkim(bench: DeliveryBench): Promise<void> {
       const ratio = off / on;
       console.log(`DKIM signing, ${label}, ${total} emails, from the worker's start to the last outcome recorded (median of ${bench.rounds} alternating runs each):`);
       console.log(`  unsigned (a domain not registered): ${off.toFixed(2)}s = ${perSecond(total, off)} emails/s; ${perSecond(total, steadyOff)} from the first message`);
-      const how = process.env.BENCH_DKIM_KEY_OBJECT === '1' ? ', its key parsed once (BENCH_DKIM_KEY_OBJECT: not as Mailroom ships)' : '';
-      console.log(`  signed (a verified domain, RSA-2048${how}): ${on.toFixed(2)}s = ${perSecond(total, on)} emails/s; ${perSecond(total, steadyOn)} from the first message`);
+      console.log(`  signed (a verified domain, RSA-2048): ${on.toFixed(2)}s = ${perSecond(total, on)} emails/s; ${perSecond(total, steadyOn)} from the first message`);
       const each = (list: Run[]) => list.map((r) => r.seconds.toFixed(2)).join(', ');
       console.log(`  runs: unsigned ${each(unsigned)}s; signed ${each(signed)}s`);
       const cpuOf = (list: Run[], part: keyof Cpu) => (median(list.map((r) => r.cpu[part])) / total) * 1000;

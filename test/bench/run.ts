@@ -5,7 +5,7 @@
 // some sections alone (a comma-separated list of: memory, stream, delivery, dkim, rates, scale, fanout,
 // webhooks, dashboard); BENCH_DATABASES=sqlite or =postgres one database; BENCH_MILLION=1 adds the
 // 1,000,000-contact size to `scale`; BENCH_DELIVERY_SIZES=small or =large one message size in `delivery` and `dkim`.
-// BENCH_CPU_PROF: below. BENCH_DKIM_KEY_OBJECT=1: an experiment in `dkim` (test/bench/target.ts).
+// BENCH_CPU_PROF: below.
 import { execFile, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';

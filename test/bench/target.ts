@@ -3,7 +3,6 @@
 // SMTP sink that only counts, a delivery worker, nodemailer alone sending pre-built messages, or one
 // broadcast fan-out or webhook outbox run to its end (it reports what it measured and waits to be
 // stopped). It reports its own peak RSS, event-loop delay and (sink) message count when asked over IPC.
-import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,7 +16,7 @@ import { validatorOptions, validatorParts } from '../../server/app.ts';
 import { FanoutWorker } from '../../server/broadcasts/fanout.ts';
 import { loadConfig } from '../../server/config.ts';
 import { loadSpec } from '../../server/contract.ts';
-import { RELAY_CONNECTIONS, smtpTransport, type Transport } from '../../server/delivery/transport.ts';
+import { RELAY_CONNECTIONS, smtpTransport } from '../../server/delivery/transport.ts';
 import { DeliveryWorker } from '../../server/delivery/worker.ts';
 import { jsonBody } from '../../server/jsonBody.ts';
 import { compileRoutePatternsOnce } from '../../server/routePatterns.ts';
@@ -124,9 +123,7 @@ async function listen(): Promise<string> {
     const config = loadConfig();
     const store = await openStore(config);
     // The delivery thread of `npm start`, as a process: the webhook outbox runs in `mailroom`, as there.
-    let transport = smtpTransport(config.smtpUrl!);
-    if (process.env.BENCH_DKIM_KEY_OBJECT === '1') transport = withParsedKeys(transport);
-    worker = new DeliveryWorker(store, transport, pino({ level: 'warn' }), { ...config.delivery, idleMs: 20 });
+    worker = new DeliveryWorker(store, smtpTransport(config.smtpUrl!), pino({ level: 'warn' }), { ...config.delivery, idleMs: 20 });
     worker.start();
     return 'worker';
   }
@@ -159,21 +156,6 @@ async function listen(): Promise<string> {
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
   });
   return listenLocally(server);
-}
-
-/**
- * BENCH_DKIM_KEY_OBJECT=1, an experiment and not Mailroom as it ships: each domain's key is parsed once
- * into a KeyObject, which nodemailer's signer hands to crypto as it is (its types allow one), instead of
- * the PEM that crypto parses again for every message signed.
- */
-function withParsedKeys(transport: Transport): Transport {
-  const parsed = new Map<string, KeyObject>();
-  const parse = (pem: string) => parsed.get(pem) ?? parsed.set(pem, createPrivateKey(pem)).get(pem)!;
-  return {
-    final: transport.final,
-    send: (message) => transport.send(message.dkim ? { ...message, dkim: { ...message.dkim, privateKey: parse(message.dkim.privateKey) as unknown as string } } : message),
-    close: () => transport.close(),
-  };
 }
 
 /** Listens on a port of the system's choice on 127.0.0.1; resolves with the server's URL. */
