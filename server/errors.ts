@@ -11,6 +11,7 @@ import { StoreFileGone } from './store/sqlite.ts';
 import { CommitUnconfirmed } from './store/confirmedCommit.ts';
 import { AddressTaken, InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
 import { quoted } from './quoted.ts';
+import { SendRefused } from './domains/senders.ts';
 
 export class ApiError extends Error {
   constructor(
@@ -83,6 +84,7 @@ function isBareJson(body: unknown): boolean {
 function toApiError(err: unknown, req: Request, spec: OpenApiDocument): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof NotFound) return notFound(err.what);
+  if (err instanceof SendRefused) return new ApiError(403, 'validation_error', err.message);
   if (err instanceof InUseByBroadcast) {
     if (err.status === 'going out') return invalid(`The ${err.what} cannot be deleted yet: emails of broadcast ${quoted(err.broadcastId)}, which is addressed to it, are still going out. Try again once they have.`);
     return invalid(`The ${err.what} cannot be deleted: broadcast ${quoted(err.broadcastId)}, which is ${err.status}, is addressed to it. Cancel that broadcast, or give it another ${err.what}, first.`);

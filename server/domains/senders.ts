@@ -8,7 +8,6 @@
 // return-path subdomain (`send.acme.dev`) when the server receives bounces at all.
 import type { Logger } from 'pino';
 import type { DomainOptions } from '../config.ts';
-import { ApiError } from '../errors.ts';
 import { parseMailbox } from '../emails/mailbox.ts';
 import type { SendingIdentity } from '../delivery/message.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
@@ -89,4 +88,10 @@ const domainOf = (from: string) => {
   return address.slice(address.lastIndexOf('@') + 1).toLowerCase();
 };
 
-const forbidden = (message: string) => new ApiError(403, 'validation_error', message);
+/**
+ * A `from` these rules refuse; answered 403 `validation_error` (server/errors.ts). Its own class, so
+ * that the delivery thread, which reads identities here, need not load the HTTP layer's errors.
+ */
+export class SendRefused extends Error {}
+
+const forbidden = (message: string) => new SendRefused(message);
