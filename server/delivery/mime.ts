@@ -2,9 +2,8 @@
 // here is addresses, a subject, custom headers and a text and/or an HTML body, so the body is one text
 // part or a multipart/alternative of two; inline attachments put it in a multipart/related beside
 // them, other attachments in a multipart/mixed after it. nodemailer's
-// composer built the same through a stream pipeline per part and a scan of each body per encoding
-// it considered: 140–170 µs a small message and 500–650 µs one of 20 KB of HTML, measured, where
-// this takes 8 µs and 140 µs (the bench's delivery section shows what that does end to end).
+// composer builds the same through a stream pipeline per part and a scan of each body per encoding
+// it considers, many times slower (docs/design.md; the bench's delivery section shows the effect).
 //
 // Safety: no value given can start a header or a part of its own. Line breaks in header values
 // (a personalized subject may hold them) become spaces; a custom header named like one written here

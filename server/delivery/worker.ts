@@ -7,7 +7,7 @@
 //
 // A broadcast's email is checked again and personalized here (server/broadcasts/mail.ts): a contact
 // that was deleted, unsubscribed, or left the segment or the topic since the fan-out is not sent to,
-// and the email ends `canceled`. A batch without broadcast emails costs no query more than before.
+// and the email ends `canceled`. A batch without broadcast emails costs no query for it.
 //
 // Suppressed recipients are taken out of each message (server/delivery/suppression.ts), with one query
 // per claimed batch; an email left with none ends `suppressed`. A relay's 5xx to recipients is a

@@ -23,7 +23,7 @@ const thread = (body: string) => () =>
   new Worker(`const { parentPort } = require('node:worker_threads');\n${body}`, { eval: true });
 const stopsWhenAsked = "const busy = setInterval(() => {}, 1000);\nparentPort.on('message', (m) => m === 'stop' && (clearInterval(busy), parentPort.close()));";
 
-describe('finding 1: the delivery thread supervisor', () => {
+describe('the delivery thread supervisor', () => {
   it.each([
     ['an error nothing caught', "setTimeout(() => { throw new Error('boom'); }, 10);"],
     ['an unhandled rejection', "setTimeout(() => Promise.reject(new Error('commit failed')), 10);"],
