@@ -35,7 +35,7 @@ export function compileRoutePatternsOnce(): void {
   if (typeof applyMetadata !== 'function') throw new Error('express-openapi-validator has no applyOpenApiMetadata any more; revisit server/routePatterns.ts');
   if (pathToRegexpModule.pathToRegexp !== compile) return;
   pathToRegexpModule.pathToRegexp = ((path, options) => {
-    // Only string routes with the validator's options are kept; anything else is compiled as before.
+    // Only string routes with the validator's options are kept; anything else is compiled by the original.
     if (typeof path !== 'string' || (options && Object.keys(options).some((key) => key !== 'sensitive' && key !== 'strict'))) return compile(path, options);
     const { sensitive, strict } = (options ?? {}) as { sensitive?: boolean; strict?: boolean };
     const slot = (sensitive ? 1 : 0) + (strict ? 2 : 0);

@@ -40,7 +40,7 @@ export class ApiKeyStore {
 
   /**
    * The key whose token this is, as read within the last KEY_TRUSTED_MS. Kept by token, so that a
-   * request whose key was read recently is not hashed again either (9 µs a request, profiled).
+   * request whose key was read recently is not hashed again either (a hash a request showed in profiles).
    */
   async findByToken(token: string): Promise<ApiKeyRecord | undefined> {
     const kept = this.recent.get(token);

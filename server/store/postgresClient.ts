@@ -4,7 +4,7 @@
 // parse and plan anew, and a batch's 100-row insert (1,900 values) is costly to parse: 2.0–3.6 ms a time
 // unnamed against 1.3–1.6 ms prepared, measured, on CPU this machine's two cores share with Mailroom.
 // An insert gets a name, from a hash of its text, the second time it is seen; at most MAX_NAMED are
-// named. Other statements go unnamed, as before: a prepared SELECT or UPDATE may be given a generic
+// named. Other statements go unnamed: a prepared SELECT or UPDATE may be given a generic
 // plan, and one made the outbox claim seven times slower at 100,000 emails; planning each with its
 // values (plan_cache_mode) took back most of what preparing the insert saved.
 //

@@ -4,7 +4,7 @@
 // a BEGIN, a SELECT outside a transaction, or any statement pg never sent (the connection was known
 // broken). Without it a request that took such a connection answered 503 though the database was up.
 // A statement inside a transaction is not run again: the transaction is lost with its connection, and
-// the request fails as before.
+// the request fails with it.
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
 

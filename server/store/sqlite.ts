@@ -162,8 +162,8 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Dat
 
 /**
  * A reading statement whose rows are built here from the arrays better-sqlite3 gives in raw mode.
- * Its own row objects are made one property at a time from C++: a page of 101 contacts took 170 µs
- * read that way and 129 µs this way (measured, in memory). Only what kysely's driver calls is kept:
+ * Its own row objects are made one property at a time from C++, which is slower than building them
+ * here from the arrays (measured, in memory). Only what kysely's driver calls is kept:
  * `reader`, `all` and `iterate`. Where two columns share a name the last wins, as in better-sqlite3.
  */
 function rowsBuiltHere(statement: SqliteDatabase.Statement): SqliteDatabase.Statement {

@@ -4,8 +4,8 @@
 // refused before connecting (an address literal) or as it is resolved (a name), see endpoint.ts.
 //
 // The request is written whole, in one write, and the answer read by answer.ts, rather than through
-// node:http's client: that cost about four times the CPU per post (180 µs against 45 on this
-// project's bench machine), most of what the outbox spends on a delivery, taken from mail delivery
+// node:http's client: that cost about four times the CPU per post (measured on this project's
+// bench machine), most of what the outbox spends on a delivery, taken from mail delivery
 // on a busy machine.
 import net from 'node:net';
 import tls from 'node:tls';

@@ -1,6 +1,6 @@
 // Faults under traffic, against the server as `npm start` runs it: its PostgreSQL connections
-// terminated mid-traffic (finding 1), and SIGKILL with idempotent batches in flight, then a restart and
-// a retry of every key (finding 12). Each phase's statuses are printed.
+// terminated mid-traffic, and SIGKILL with idempotent batches in flight, then a restart and
+// a retry of every key. Each phase's statuses are printed.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +33,7 @@ class Phases {
   }
 }
 
-describe.skipIf(!backends.includes('postgres'))('finding 1: PostgreSQL connections terminated mid-traffic', () => {
+describe.skipIf(!backends.includes('postgres'))('PostgreSQL connections terminated mid-traffic', () => {
   it('keeps the process up, answers /health 200 or 503, recovers within 10 s, and delivers every accepted email', async () => {
     const schema = await postgresSchema();
     cleanups.push(schema.drop);
@@ -113,7 +113,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: PostgreSQL connectio
   });
 });
 
-describe.each(backends)('finding 12: SIGKILL with idempotent batches in flight, on %s', (backend) => {
+describe.each(backends)('SIGKILL with idempotent batches in flight, on %s', (backend) => {
   it('answers every retried key 200 (a replay, or a fresh run), never 409 or 5xx, and stores each batch once', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-robust-kill-'));
     cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));

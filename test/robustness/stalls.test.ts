@@ -18,7 +18,7 @@ const GRACE_MS = 15_000;
 const auth: [string, string][] = [['Authorization', `Bearer ${TEST_KEY}`]];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.skipIf(!backends.includes('postgres'))('finding 11: clients that never read, and slowloris, on PostgreSQL', () => {
+describe.skipIf(!backends.includes('postgres'))('clients that never read, and slowloris, on PostgreSQL', () => {
   let server: ServerProcess;
   let drop: () => Promise<void>;
   const sockets: Socket[] = [];

@@ -79,7 +79,7 @@ function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<
   return exited;
 }
 
-describe.each(backends)('finding 12: idempotency claims on %s', (backend) => {
+describe.each(backends)('idempotency claims on %s', (backend) => {
   const { state, start } = serverProcesses(backend);
   beforeAll(async () => {
     const { url } = await start();
@@ -189,7 +189,7 @@ describe.each(backends)('finding 12: idempotency claims on %s', (backend) => {
   });
 });
 
-describe.each(backends)('finding 12: a server killed mid-request, on %s', (backend: Backend) => {
+describe.each(backends)('a server killed mid-request, on %s', (backend: Backend) => {
   const { state, start } = serverProcesses(backend);
 
   it('answers every retry after a restart with a replay or a fresh run, never 409, and stores each batch once', { timeout: 240_000 }, async () => {
@@ -222,7 +222,7 @@ describe.each(backends)('finding 12: a server killed mid-request, on %s', (backe
   });
 });
 
-describe.each(backends)('finding 12: claims held by a process, on %s', (backend: Backend) => {
+describe.each(backends)('claims held by a process, on %s', (backend: Backend) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-idem-holders-'));
   let schema: Awaited<ReturnType<typeof postgresSchema>> | undefined;
   let first: Store;

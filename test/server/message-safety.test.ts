@@ -175,7 +175,7 @@ describe.each(backends)('message safety on %s', (backend) => {
     });
   });
 
-  describe('finding 13: broadcasts and templates take mailboxes, and display names are quoted correctly', () => {
+  describe('broadcasts and templates take mailboxes, and display names are quoted correctly', () => {
     const broadcast = (extra: Record<string, unknown>) => ({ segment_id: '78261eea-8f8b-4381-83c6-79fa7120f1cf', from: 'news@acme.dev', subject: 'News', text: 'x', ...extra });
     const template = (extra: Record<string, unknown>) => ({ name: 'T', html: '<p>x</p>', ...extra });
 

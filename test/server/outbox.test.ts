@@ -58,7 +58,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
   });
   const received = (id: string) => sink.received.filter((r) => r.mail.messageId?.startsWith(`<${id}@`)).length;
 
-  describe('finding 10: messages that cannot be prepared', () => {
+  describe('messages that cannot be prepared', () => {
     it('fails an email whose plain text cannot be generated, at once and with the reason, instead of retrying it forever', async () => {
       const html = '<b>'.repeat(20_000) + 'deep' + '</b>'.repeat(20_000);
       const [deep, fine] = await send(server, [
@@ -88,7 +88,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
     });
   });
 
-  describe('finding 1: a group commit that fails', () => {
+  describe('a group commit that fails', () => {
     it('fails the round, without an unhandled rejection, and the emails are delivered once the store is back', async () => {
       const [id] = await send(server, [{ from: 'a@acme.dev', to: 'commit@example.com', subject: 'Commit', text: 'x' }]);
       const capturing = new DeliveryWorker(server.store, captureTransport(), quiet, { ...fast, leaseMs: 1000 });
@@ -127,7 +127,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
     });
   });
 
-  describe('finding 13: only the lease holder records an outcome', () => {
+  describe('only the lease holder records an outcome', () => {
     beforeEach(async () => {
       // Nothing else due: the claims below take exactly the email each test sends.
       await server.store.database.db.updateTable('emails').set({ last_event: 'failed' }).where('last_event', 'in', ['queued', 'delivery_delayed']).execute();
@@ -167,7 +167,7 @@ describe.each(backends)('the outbox on %s', (backend: Backend) => {
   });
 });
 
-describe.each(backends)('finding 13: processes starting together on one empty %s database', (backend: Backend) => {
+describe.each(backends)('processes starting together on one empty %s database', (backend: Backend) => {
   let stores: Store[] = [];
   let drop = async () => {};
   afterEach(async () => {

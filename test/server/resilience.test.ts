@@ -25,7 +25,7 @@ async function createContact(server: TestServer, email: string): Promise<string>
 const patch = (server: TestServer, id: string, properties: Record<string, string>) =>
   server.request(`/contacts/${id}`, { method: 'PATCH', headers: json, body: JSON.stringify({ properties }) });
 
-describe.skipIf(!backends.includes('postgres'))('finding 1: PostgreSQL connections dropped under a live server', () => {
+describe.skipIf(!backends.includes('postgres'))('PostgreSQL connections dropped under a live server', () => {
   let server: TestServer;
   let schema: Awaited<ReturnType<typeof namedSchema>>;
   beforeAll(async () => {
@@ -52,7 +52,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: PostgreSQL connectio
   });
 });
 
-describe.skipIf(!backends.includes('postgres'))('finding 1: health while PostgreSQL is unreachable', () => {
+describe.skipIf(!backends.includes('postgres'))('health while PostgreSQL is unreachable', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof postgresProxy>>;
   let schema: Awaited<ReturnType<typeof namedSchema>>;
@@ -189,7 +189,7 @@ describe.skipIf(!backends.includes('postgres'))('PostgreSQL up, every pooled con
   });
 });
 
-describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server that stops answering', () => {
+describe.skipIf(!backends.includes('postgres'))('a PostgreSQL server that stops answering', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof postgresProxy>>;
   let schema: Awaited<ReturnType<typeof namedSchema>>;
@@ -217,7 +217,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 11: a PostgreSQL server
   });
 });
 
-describe('finding 6: SQLite shared with a delivery thread', () => {
+describe('SQLite shared with a delivery thread', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer('sqlite');
@@ -300,7 +300,7 @@ describe('finding 6: SQLite shared with a delivery thread', () => {
   });
 });
 
-describe.each(backends)('finding 7: concurrent PATCHes on %s', (backend: Backend) => {
+describe.each(backends)('concurrent PATCHes on %s', (backend: Backend) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(backend);

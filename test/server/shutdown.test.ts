@@ -29,7 +29,7 @@ async function database(backend: Backend): Promise<{ env: Record<string, string>
   return { env: { DATA_DIR: dataDir, DATABASE_URL: schema.url }, applicationName: schema.applicationName, drop: schema.drop };
 }
 
-describe.each(backends)('finding 11: SIGTERM with clients that never read, on %s', (backend: Backend) => {
+describe.each(backends)('SIGTERM with clients that never read, on %s', (backend: Backend) => {
   it('keeps serving others while 12 clients stall, then exits 0 once the grace period is over', async () => {
     const db = await database(backend);
     try {
@@ -47,7 +47,7 @@ describe.each(backends)('finding 11: SIGTERM with clients that never read, on %s
       const asked = performance.now();
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);
-      console.log(`finding 11 on ${backend}: exited ${Math.round(performance.now() - asked)} ms after SIGTERM, with 12 clients never reading`);
+      console.log(`shutdown on ${backend}: exited ${Math.round(performance.now() - asked)} ms after SIGTERM, with 12 clients never reading`);
       expect(server.output()).toContain('shutdown grace period over');
       // The stalled clients never read a byte: the process did not wait for them.
       expect(readers.every((reader) => reader.bytesRead === 0)).toBe(true);
@@ -186,7 +186,7 @@ describe('SIGTERM to npm run worker while its relay holds a message', () => {
   }, 60_000);
 });
 
-describe.skipIf(!backends.includes('postgres'))('finding 1: the process when its PostgreSQL backends are terminated', () => {
+describe.skipIf(!backends.includes('postgres'))('the process when its PostgreSQL backends are terminated', () => {
   it('keeps running, HTTP server and delivery thread both, and recovers by itself', async () => {
     const db = await database('postgres');
     try {
@@ -218,7 +218,7 @@ describe.skipIf(!backends.includes('postgres'))('finding 1: the process when its
   });
 });
 
-describe('finding 13: the keys command asked for help, or misused', () => {
+describe('the keys command asked for help, or misused', () => {
   const keys = (...args: string[]) =>
     promisify(execFile)(process.execPath, ['build/keys.js', ...args], { cwd: root, env: { ...process.env, DATA_DIR: join(tmpdir(), 'mailroom-keys-unused'), DATABASE_URL: '' } });
 

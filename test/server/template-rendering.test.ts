@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 const ADVERSARIAL = ['{{{A|', '{{{', '{', '{{{ ', '{{{A ', '{{{AAAAAAAA', '{{{A|}', '{{{A}}', '{{{A|x}}'];
 const sized = (unit: string, length: number) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length);
 
-describe('finding 9: template rendering is linear in the template', () => {
+describe('template rendering is linear in the template', () => {
   it.each(ADVERSARIAL)('reads each character of %j x N at most 6 times, at 10 KB and 100 KB alike', (unit) => {
     const small = parseTemplate(sized(unit, 10_000)).reads;
     const large = parseTemplate(sized(unit, 100_000)).reads;
@@ -33,7 +33,7 @@ describe('finding 9: template rendering is linear in the template', () => {
   });
 });
 
-describe.each(backends)('finding 9: templates on %s', (backend) => {
+describe.each(backends)('templates on %s', (backend) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(backend);

@@ -6,7 +6,7 @@ import { backends, type Backend } from '../support/backends.ts';
 import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
 import { closedByServer, errorAnswer, eventually, listRequest, rawExchange, seedContacts, stalledReader } from './faults.ts';
 
-describe.each(backends)('finding 11: stalled clients on %s', (backend: Backend) => {
+describe.each(backends)('stalled clients on %s', (backend: Backend) => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer(backend, { config: { headersTimeoutMs: 500, requestTimeoutMs: 800, keepAliveTimeoutMs: 300, streamStallTimeoutMs: 1000 } });
@@ -58,7 +58,7 @@ describe.each(backends)('finding 11: stalled clients on %s', (backend: Backend) 
   });
 });
 
-describe.skipIf(!backends.includes('postgres'))('finding 11: a statement that waits on PostgreSQL', () => {
+describe.skipIf(!backends.includes('postgres'))('a statement that waits on PostgreSQL', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer('postgres', { config: { databaseStatementTimeoutMs: 1000, databaseConnectTimeoutMs: 500 } });

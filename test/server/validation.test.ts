@@ -29,7 +29,7 @@ describe.each(backends)('validation on %s', (backend) => {
     return ref.id as string;
   };
 
-  describe('finding 4: an address POST /contacts accepts is returned by every read path', () => {
+  describe('an address POST /contacts accepts is returned by every read path', () => {
     const candidates = [
       'a@localhost', 'a..b@x.dev', '.lead@x.dev', 'trail.@x.dev', 'a@x..dev', 'a@-x.dev', 'a@x-.dev', 'a@.x.dev', 'a b@x.dev', 'a@x_y.dev',
       'plain@example.com', 'First.Last+tag@Sub.Example.COM', "o'brien@example.ie", 'x@1.2', 'under_score@a-b.example', `${'l'.repeat(64)}@example.com`,
@@ -66,7 +66,7 @@ describe.each(backends)('validation on %s', (backend) => {
     });
   });
 
-  describe('finding 5: PATCH keeps a contact within ContactProperties, and null removes a property', () => {
+  describe('PATCH keeps a contact within ContactProperties, and null removes a property', () => {
     const fifty = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`p${i}`, String(i)]));
 
     it('refuses an update that would leave more than 50 properties with 422 naming `properties`, changing nothing', async () => {
@@ -108,7 +108,7 @@ describe.each(backends)('validation on %s', (backend) => {
     });
   });
 
-  describe('finding 8: NUL and broken Unicode get the same 422 on both stores, naming the field', () => {
+  describe('NUL and broken Unicode get the same 422 on both stores, naming the field', () => {
     const NUL = '\u0000';
     const email = (extra: Record<string, unknown> = {}) => ({ from: 'Acme <hi@acme.dev>', to: 'nul@example.com', subject: 'Hi', text: 'Hi', ...extra });
     const refused = (field: string, name = 'validation_error') => ({
@@ -178,7 +178,7 @@ describe.each(backends)('validation on %s', (backend) => {
     });
   });
 
-  describe('finding 13: bodies nested deeper than 64 levels are refused before they are parsed', () => {
+  describe('bodies nested deeper than 64 levels are refused before they are parsed', () => {
     const refused = { status: 400, body: { statusCode: 400, name: 'invalid_json', message: 'The body is nested deeper than 64 levels.' } };
 
     it('refuses a 3 MB body nested 1.5 million levels deep with 400 invalid_json', async () => {
