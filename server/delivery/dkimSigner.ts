@@ -15,7 +15,13 @@ import type { DkimKey } from './message.ts';
 const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createPrivateKey } = require('node:crypto');
+const { constants, setPriority } = require('node:os');
 const DKIM = require(workerData.dkim);
+// Below the delivery thread: on Linux a thread's nice value is its own, and signatures are wanted
+// only as fast as that thread can send them; on a busy machine it keeps its core.
+try {
+  setPriority(0, constants.priority.PRIORITY_BELOW_NORMAL);
+} catch {}
 const signers = new Map();
 const signerOf = ({ domainName, keySelector, privateKey, headerFieldNames }) => {
   const known = domainName + ' ' + keySelector + ' ' + privateKey;
