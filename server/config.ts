@@ -1,6 +1,7 @@
 // Configuration comes from environment variables only; README lists them. Each one is checked at
 // start against the rule below: a bad value stops the process with a line naming the variable and
 // what it must be, rather than surfacing later as a confusing failure (or never).
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { DEFAULT_FANOUT, type FanoutOptions } from './broadcasts/fanout.ts';
@@ -165,6 +166,15 @@ function publicUrl(value: string): string | Refusal {
 
 const DOMAIN_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 
+/** `192.0.2.1`, `192.0.2.1:5353`, `[2001:db8::1]` or `[2001:db8::1]:53`, as node's resolver takes them. */
+function isResolverAddress(server: string): boolean {
+  const parsed = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/.exec(server);
+  if (!parsed) return false;
+  const [, v6, v4, port] = parsed;
+  const family = v6 !== undefined ? isIP(v6) === 6 : isIP(v4!) === 4;
+  return family && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
+}
+
 const VARIABLES = {
   PORT: variable(whole(0, 65535), 3000),
   HOST: variable(text, '127.0.0.1'),
@@ -212,12 +222,10 @@ const VARIABLES = {
   // The host a domain's return-path MX record names: the inbound listener's public name.
   INBOUND_MX_HOST: optional(then(matching(DOMAIN_NAME, 'must be a host name such as mx.example.com'), (host) => host.toLowerCase())),
   // Resolvers for domain checks, `host:port` each (tests run one on loopback); unset, the system's.
-  DNS_SERVERS: optional(
-    then(matching(/^[^,\s]+(,[^,\s]+)*$/, 'must be a comma-separated list of host:port'), (list) => {
-      const servers = list.split(',');
-      return servers.every((server) => /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-fA-F:]+\])(:\d{1,5})?$/.test(server)) ? servers : new Refusal('must be a comma-separated list of IP addresses, each with an optional :port (an IPv6 address in brackets)');
-    }),
-  ),
+  DNS_SERVERS: optional((list) => {
+    const servers = list.split(',');
+    return servers.every(isResolverAddress) ? servers : new Refusal('must be a comma-separated list of IP addresses, each with an optional :port (an IPv6 address in brackets)');
+  }),
   REQUIRE_VERIFIED_DOMAIN: optional(oneOf(['true', 'false'], 'must be true or false')),
   DOMAIN_CHECK_INTERVAL_MS: variable(milliseconds(1000), 6 * 3600_000),
   INBOUND_SMTP_PORT: optional(whole(0, 65535)),

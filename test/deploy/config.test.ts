@@ -52,6 +52,21 @@ describe('loadConfig', () => {
     expect(loadConfig({ INBOUND_SMTP_PORT: '25', INBOUND_SMTP_HOST: '0.0.0.0' }).inbound).toEqual({ port: 25, host: '0.0.0.0' });
   });
 
+  it('reads the sending domains\' settings: resolvers, the check interval, the MX host, and whether a domain must be registered', () => {
+    expect(loadConfig({}).domains).toEqual({ dnsServers: [], requireRegistered: false, checkIntervalMs: 6 * 3600_000, bounceDomain: undefined, mxHost: undefined });
+    expect(loadConfig({ DNS_SERVERS: '127.0.0.1:5353,[::1]:53,10.0.0.2', DOMAIN_CHECK_INTERVAL_MS: '60000', BOUNCE_DOMAIN: 'Bounces.Acme.dev' }).domains).toEqual({
+      dnsServers: ['127.0.0.1:5353', '[::1]:53', '10.0.0.2'], requireRegistered: false, checkIntervalMs: 60_000, bounceDomain: 'bounces.acme.dev', mxHost: 'bounces.acme.dev',
+    });
+    expect(loadConfig({ BOUNCE_DOMAIN: 'bounces.acme.dev', INBOUND_MX_HOST: 'MX.Acme.dev' }).domains.mxHost).toBe('mx.acme.dev');
+    expect(() => loadConfig({ DNS_SERVERS: 'dns.example.com' })).toThrow(/DNS_SERVERS must be a comma-separated list of IP addresses/);
+    for (const bad of ['127.0.0.1:53,', '999.1.1.1', '127.0.0.1:0', '127.0.0.1:65536', '::1', '[127.0.0.1]', '[::1]:x']) {
+      expect(() => loadConfig({ DNS_SERVERS: bad }), bad).toThrow(/DNS_SERVERS must be a comma-separated list of IP addresses/);
+    }
+    expect(() => loadConfig({ DOMAIN_CHECK_INTERVAL_MS: '10' })).toThrow(/DOMAIN_CHECK_INTERVAL_MS must be a whole number from 1000/);
+    expect(() => loadConfig({ INBOUND_MX_HOST: 'not a host' })).toThrow(/INBOUND_MX_HOST must be a host name/);
+    expect(() => loadConfig({ REQUIRE_VERIFIED_DOMAIN: 'yes' })).toThrow(/REQUIRE_VERIFIED_DOMAIN must be true or false/);
+  });
+
   it.each([
     ['PORT', 'abc', /PORT must be a whole number from 0 to 65535, got "abc"/],
     ['PORT', '70000', /PORT must be a whole number from 0 to 65535, got "70000"/],
