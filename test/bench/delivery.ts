@@ -87,7 +87,8 @@ async function waitFor(what: string, done: () => Promise<boolean> | boolean): Pr
   }
 }
 
-async function call(bench: DeliveryBench, method: string, path: string, body?: unknown): Promise<any> {
+/** An operation of the bench's server, with its key; any answer but a 2xx is an error. */
+export async function call(bench: DeliveryBench, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(bench.api.url + path, {
     method,
     headers: { authorization: `Bearer ${bench.api.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

@@ -4,7 +4,7 @@
 // first of each pair changing every round, and their medians are compared. No webhook: only signing
 // differs. Run by `npm run bench`.
 import { availableParallelism } from 'node:os';
-import { deliverOnce, median, perSecond, type Cpu, type DeliveryBench, type Run } from './delivery.ts';
+import { call, deliverOnce, median, perSecond, type Cpu, type DeliveryBench, type Run } from './delivery.ts';
 
 /** Signed against unsigned small emails, as the issue asks: signing takes at most 15% of the rate. */
 const RATIO_TARGET = { small: 0.85 };
@@ -12,16 +12,6 @@ const RATIO_TARGET = { small: 0.85 };
 // Domains of the same length, so that the messages differ by their signature alone.
 const SIGNED_FROM = 'Acme <news@dkim.bench.dev>';
 const UNSIGNED_FROM = 'Acme <news@none.bench.dev>';
-
-async function call(bench: DeliveryBench, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(bench.api.url + path, {
-    method,
-    headers: { authorization: `Bearer ${bench.api.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (res.status >= 300) throw new Error(`${method} ${path} answered ${res.status}: ${await res.text()}`);
-  return res.json();
-}
 
 /**
  * Registers the signing domain through the API, which makes its key as for any domain, then marks it
