@@ -157,7 +157,9 @@ describe.each(backends)('topics on %s', (backend) => {
       call('DELETE', `/topics/${doomed}`),
     ]);
     expect(answers.every((a) => a.status === 200 || (a.status === 422 && a.body.message.includes(doomed)))).toBe(true);
-    expect((await choices(id)).map((c) => c.topic_id)).toEqual([steady]);
+    // When the delete wins every race, each update is refused whole and nothing is chosen.
+    const applied = answers.some((a, i) => i < 20 && a.status === 200);
+    expect((await choices(id)).map((c) => c.topic_id)).toEqual(applied ? [steady] : []);
   });
 
   describe('paging', () => {
