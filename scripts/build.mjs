@@ -12,7 +12,7 @@ const { dependencies } = JSON.parse(readFileSync(new URL('../package.json', impo
 const [entry, outfile] = process.argv.slice(2);
 
 await build({
-  ...(entry ? { entryPoints: [entry], outfile } : { entryPoints: ['server/main.ts', 'server/keys.ts', 'server/worker.ts'], outdir: 'build' }),
+  ...(entry ? { entryPoints: [entry], outfile } : { entryPoints: ['server/bin/main.ts', 'server/bin/keys.ts', 'server/bin/worker.ts'], outdir: 'build' }),
   bundle: true,
   platform: 'node',
   format: 'esm',

@@ -7,7 +7,10 @@ import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { OpenAPIFramework } from 'express-openapi-validator/dist/framework/index.js';
 import { load } from 'js-yaml';
 
-export const specPath = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+/** A file of the project by its path from the root: this module sits one level down, in server/ or bundled in build/. */
+export const projectFile = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+
+export const specPath = projectFile('openapi.yaml');
 
 export type OpenApiDocument = {
   openapi: string;

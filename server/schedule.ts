@@ -3,7 +3,7 @@
 // be the time, so that `send in 1 hour or so` is refused rather than read as a guess. chrono-node is
 // loaded on first use: its grammars for every language cost an idle server about 5 MB of its memory,
 // for a feature few use.
-import { invalid } from './errors.ts';
+import { invalid } from './http/errors.ts';
 import { quoted } from './quoted.ts';
 
 /** The latest time a Timestamp can hold (four-digit years). */

@@ -1,12 +1,12 @@
 // API keys: create (the token shown once), list, rename and revoke, under /api-keys. Tokens are kept
 // only as hashes (./key.ts); the last full access key cannot be revoked, so the server stays manageable.
 import type { OperationHandler, Schemas } from '../api.ts';
-import { invalid, notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { invalid, notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { Store } from '../store/index.ts';
 import { createKey } from './key.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 const toApiKey = ({ id, name, permission, domain_id, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, domain_id, created_at, last_used_at });
 

@@ -6,13 +6,13 @@ import type { RequestHandler } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { contactKey, newContact } from '../contacts/contact.ts';
 import type { ContactHandlers } from '../contacts/routes.ts';
-import { notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { MemberList } from '../segments/routes.ts';
 import type { Store } from '../store/index.ts';
 import { UnknownReference } from '../store/missing.ts';
 import type { SegmentRecord } from '../store/segments.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList): Handlers {
   const segments = store.segments;

@@ -1,6 +1,6 @@
 // A stored broadcast as the API shows it, whole or in a list, and the answer to a move it refused.
 import type { Schemas } from '../api.ts';
-import { ApiError, invalid, notFound } from '../errors.ts';
+import { ApiError, invalid, notFound } from '../http/errors.ts';
 import type { BroadcastRecord, ListedBroadcast, Refusal } from '../store/broadcasts.ts';
 
 export function toBroadcast(record: BroadcastRecord): Schemas['Broadcast'] {

@@ -2,12 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
-import { invalid, notFound } from '../errors.ts';
+import { invalid, notFound } from '../http/errors.ts';
 import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
 import { sendTime } from '../schedule.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 import type { Senders } from '../domains/senders.ts';
 
 /** `senders` holds a broadcast's `from` to the rules on sending domains when it is sent. */

@@ -1,7 +1,7 @@
 // Contacts: list (paged or streamed whole), create (joining segments and topics), retrieve, update, delete.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { OperationHandler, Schemas } from '../api.ts';
-import { invalid, notFound } from '../errors.ts';
+import { invalid, notFound } from '../http/errors.ts';
 import type { Cursor } from '../store/contacts.ts';
 import { UnknownCursor } from '../store/contacts.ts';
 import type { Store } from '../store/index.ts';

@@ -1,10 +1,10 @@
 // Domains: register one (its DKIM key made here, its records answered), list, retrieve, change its
 // settings, delete, verify (a check of its DNS records, made by the DomainChecker), and rotate its key.
 import type { OperationHandler } from '../api.ts';
-import { invalid, notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { invalid, notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 import type { DomainChecker } from './checker.ts';
 import { DomainAlreadyRegistered, Domains } from './domains.ts';
 

@@ -8,7 +8,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Schemas } from '../api.ts';
-import { invalid } from '../errors.ts';
+import { invalid } from '../http/errors.ts';
 import { quoted } from '../quoted.ts';
 import { namesItsHost, nonPublicHost, publicOnlyLookup } from '../webhooks/endpoint.ts';
 

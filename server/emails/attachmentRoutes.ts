@@ -4,9 +4,9 @@
 // gave, and this server's origin must never show them as a page.
 import type { RequestHandler } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
-import { ApiError, invalid, notFound } from '../errors.ts';
-import type { Handlers } from '../operationRouter.ts';
-import { cursorOf } from '../paging.ts';
+import { ApiError, invalid, notFound } from '../http/errors.ts';
+import type { Handlers } from '../http/operationRouter.ts';
+import { cursorOf } from '../http/paging.ts';
 import type { ListedAttachment } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import type { Cursor } from '../store/keyset.ts';

@@ -12,7 +12,7 @@ import type { RequestHandler } from 'express';
 import type { Schemas } from '../api.ts';
 import type { OpenApiDocument } from '../contract.ts';
 import { resolveRef } from '../contract.ts';
-import { describeSchemaErrors, invalid } from '../errors.ts';
+import { describeSchemaErrors, invalid } from '../http/errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import type { Store } from '../store/index.ts';
 import { composeEmail, memoized, type OutgoingEmail } from './compose.ts';

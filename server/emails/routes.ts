@@ -6,18 +6,18 @@ import type { RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
-import { ApiError, invalid, notFound, refusedEmail } from '../errors.ts';
+import { ApiError, invalid, notFound, refusedEmail } from '../http/errors.ts';
 import type { EmailAttachment, EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
 import { ClaimLostError } from '../store/idempotency.ts';
 import type { Store } from '../store/index.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import { sendTime } from '../schedule.ts';
 import { withFetchedContent, type AttachmentPathOptions } from './attachmentPath.ts';
 import { attachmentsOf, composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
 import type { Senders } from '../domains/senders.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 /** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
 const DEFAULT_PAGE = 20;

@@ -5,11 +5,11 @@ import type { Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey, toContact } from '../contacts/contact.ts';
 import type { ContactStream } from '../contacts/stream.ts';
-import { notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
 import type { JoinedSegment, SegmentRecord } from '../store/segments.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 export function segmentHandlers(store: Store, streamContacts: ContactStream): Handlers {
   const segments = store.segments;

@@ -1,11 +1,11 @@
 // Suppressions: add (one, or up to 100), list (by origin), retrieve and delete by id or address,
 // remove in bulk. Addresses are matched without regard to case, as contacts' are.
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
-import { notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
 import type { SuppressionKey, SuppressionRecord } from '../store/suppressions.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 export function suppressionHandlers(store: Store): Handlers {
   const suppressions = store.suppressions;

@@ -2,12 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
-import { invalid, notFound } from '../errors.ts';
+import { invalid, notFound } from '../http/errors.ts';
 import { quoted } from '../quoted.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord, TemplateSummaryRecord } from '../store/templates.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 /** What a publish freezes: the content sends are rendered from. */
 export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;

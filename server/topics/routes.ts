@@ -3,11 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey } from '../contacts/contact.ts';
-import { invalid, notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { invalid, notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
 import type { SubscribedTopic, TopicRecord } from '../store/topics.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 export function topicHandlers(store: Store): Handlers {
   const topics = store.topics;

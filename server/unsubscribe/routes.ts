@@ -8,13 +8,13 @@ import express, { type RequestHandler, type Response } from 'express';
 import type { PathParams } from '../api.ts';
 import type { OpenApiDocument } from '../contract.ts';
 import type { UnsubscribeTarget, UnsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
-import { ApiError, invalid, notFound } from '../errors.ts';
+import { ApiError, invalid, notFound } from '../http/errors.ts';
 import type { Store } from '../store/index.ts';
 import { NotFound } from '../store/missing.ts';
 import { UUID_FORM } from '../store/timeOrderedId.ts';
 import type { TopicChoice } from '../store/topics.ts';
 import { ACTION_FIELD, askPage, donePage, goneTopicPage, linkNotFoundPage, savedPage, TOPIC_FIELD_PREFIX } from './page.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 const PAGE_HEADERS = {
   'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",

@@ -3,8 +3,8 @@
 // and how, is the outbox worker's business (server/webhooks/dispatch.ts).
 import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
-import { invalid, notFound } from '../errors.ts';
-import { cursorOf, listing } from '../paging.ts';
+import { invalid, notFound } from '../http/errors.ts';
+import { cursorOf, listing } from '../http/paging.ts';
 import type { Store } from '../store/index.ts';
 import type { LoggedDelivery } from '../store/webhookDeliveries.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
@@ -12,7 +12,7 @@ import type { WebhookOptions } from './dispatch.ts';
 import { endpointProblem } from './endpoint.ts';
 import { payloadOf } from './payload.ts';
 import { newSigningSecret, PREVIOUS_SECRET_SIGNS_MS } from './signature.ts';
-import type { Handlers } from '../operationRouter.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 
 export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>): Handlers {
   const { webhooks, webhookDeliveries: deliveries } = store;

@@ -2,7 +2,7 @@
 import type { RequestHandler } from 'express';
 import { describe, expect, it } from 'vitest';
 import { loadSpec } from '../../server/contract.ts';
-import { operationRouter } from '../../server/operationRouter.ts';
+import { operationRouter } from '../../server/http/operationRouter.ts';
 
 const spec = loadSpec();
 const answer: RequestHandler = (_req, res) => void res.end();

@@ -19,7 +19,7 @@ const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', MAILROOM_API_KEY: ''
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-/** Starts server/main.ts and resolves once it logs where it listens. */
+/** Starts server/bin/main.ts and resolves once it logs where it listens. */
 function start(): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
   const child = spawn(process.execPath, ['build/main.js'], { cwd: root, env });
   let stderr = '';

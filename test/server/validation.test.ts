@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, schemaCompiler } from '../../server/contract.ts';
-import { nestedDeeperThan } from '../../server/jsonBody.ts';
+import { nestedDeeperThan } from '../../server/http/jsonBody.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

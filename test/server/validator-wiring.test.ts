@@ -11,9 +11,9 @@ import { createRequestAjv, createResponseAjv } from 'express-openapi-validator/d
 import { OpenApiValidator as Validator } from 'express-openapi-validator/dist/openapi.validator.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
-import { validatorOptions, validatorParts } from '../../server/app.ts';
+import { validatorOptions, validatorParts } from '../../server/http/app.ts';
 import { AJV_OPTIONS, FORMATS, loadSpec } from '../../server/contract.ts';
-import { compileRoutePatternsOnce, routesByFirstSegment } from '../../server/routePatterns.ts';
+import { compileRoutePatternsOnce, routesByFirstSegment } from '../../server/http/routePatterns.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

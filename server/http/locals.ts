@@ -2,9 +2,9 @@
 // declared once so that every read is typed. A global declaration: tsconfig includes server/, so no
 // file needs to import this one.
 import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
-import type { TriagedBatch } from './emails/batch.ts';
-import type { IdempotencyClaim } from './emails/idempotency.ts';
-import type { ApiKeyRecord } from './store/apiKeys.ts';
+import type { TriagedBatch } from '../emails/batch.ts';
+import type { IdempotencyClaim } from '../emails/idempotency.ts';
+import type { ApiKeyRecord } from '../store/apiKeys.ts';
 
 declare global {
   namespace Express {

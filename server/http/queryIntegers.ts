@@ -2,7 +2,7 @@
 // query strings with Number(), which also reads `0x10`, `1e1`, `1.0` and ` 1`: each would pass as a
 // number its sender may not have meant. Checked on the query as parsed, before the request check.
 import type { RequestHandler } from 'express';
-import { operationsOf, resolveRef, type OpenApiDocument } from './contract.ts';
+import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { invalid } from './errors.ts';
 
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;

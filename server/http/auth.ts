@@ -1,13 +1,13 @@
 // Bearer authentication and authorization. Which role an operation needs is read from its
 // `security` in openapi.yaml; a full_access key holds every role, a sending_access key only its own.
 import type { Request, RequestHandler } from 'express';
-import type { Permission } from './apiKeys/key.ts';
-import type { OpenApiDocument } from './contract.ts';
+import type { Permission } from '../apiKeys/key.ts';
+import type { OpenApiDocument } from '../contract.ts';
 import { ApiError } from './errors.ts';
 import { givenMoreThanOnce } from './repeatedHeader.ts';
 import type { Logger } from 'pino';
-import { failureLevel } from './store/database.ts';
-import type { Store } from './store/index.ts';
+import { failureLevel } from '../store/database.ts';
+import type { Store } from '../store/index.ts';
 
 const ROLES: Record<Permission, readonly string[]> = {
   full_access: ['full_access', 'sending_access'],

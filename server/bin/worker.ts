@@ -8,16 +8,16 @@
 // whose mail they answer, and off the request path. Stops on SIGTERM, or on a 'stop' message from the thread's parent.
 import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
-import { FanoutWorker } from './broadcasts/fanout.ts';
-import { defaultPublicUrl, unsubscribeTokens } from './broadcasts/unsubscribeToken.ts';
-import { ConfigError, loadConfig, warnOfPlainHttp, type Config } from './config.ts';
-import { storeFailure } from './storeFailure.ts';
-import { captureTransport, smtpTransport } from './delivery/transport.ts';
-import { DeliveryWorker } from './delivery/worker.ts';
-import { startInbound } from './inbound/listener.ts';
-import { returnPaths } from './delivery/returnPath.ts';
-import { openStore } from './store/index.ts';
-import { WebhookDispatcher } from './webhooks/dispatch.ts';
+import { FanoutWorker } from '../broadcasts/fanout.ts';
+import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
+import { ConfigError, loadConfig, warnOfPlainHttp, type Config } from '../config.ts';
+import { storeFailure } from '../store/storeFailure.ts';
+import { captureTransport, smtpTransport } from '../delivery/transport.ts';
+import { DeliveryWorker } from '../delivery/worker.ts';
+import { startInbound } from '../inbound/listener.ts';
+import { returnPaths } from '../delivery/returnPath.ts';
+import { openStore } from '../store/index.ts';
+import { WebhookDispatcher } from '../webhooks/dispatch.ts';
 
 const config = configOrExit();
 // Each loop's lines carry its role; pino would repeat a `role` given to a child of a child.

@@ -4,7 +4,7 @@
 // parameters it declares, and the response headers it declares (rate limits, Retry-After).
 import cors from 'cors';
 import type { RequestHandler } from 'express';
-import { operationsOf, type OpenApiDocument } from './contract.ts';
+import { operationsOf, type OpenApiDocument } from '../contract.ts';
 import { withHead } from './head.ts';
 
 /** Sent by every client besides the contract's own header parameters: the key, the JSON body, the SDK's name. */

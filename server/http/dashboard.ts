@@ -3,11 +3,11 @@
 // API, from the browser, with the key its user signs in with; the server gives it nothing else.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { Router, type Response } from 'express';
+import { projectFile } from '../contract.ts';
 
-const builtAt = fileURLToPath(new URL('../build/dashboard/', import.meta.url));
+const builtAt = projectFile('build/dashboard/');
 
 // Scripts only from this origin, no inline script and no eval. Inline styles are allowed because an
 // email's HTML, shown in a sandboxed frame that inherits this policy, is styled inline; its remote

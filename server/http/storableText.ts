@@ -10,7 +10,7 @@
 // takes it as a LIMIT.
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import type { RequestHandler } from 'express';
-import type { ErrorName } from './api.ts';
+import type { ErrorName } from '../api.ts';
 import { invalid } from './errors.ts';
 
 export interface TextFault {

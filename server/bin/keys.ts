@@ -4,12 +4,12 @@
 // manage the server again.
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createKey, PERMISSIONS, type Permission } from './apiKeys/key.ts';
-import { loadConfig, type Config } from './config.ts';
-import { postgresPlace, storeFailure } from './storeFailure.ts';
-import { loadSpec, schemaCompiler } from './contract.ts';
-import { openStore } from './store/index.ts';
-import { sqliteFileIn } from './store/sqlite.ts';
+import { createKey, PERMISSIONS, type Permission } from '../apiKeys/key.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { postgresPlace, storeFailure } from '../store/storeFailure.ts';
+import { loadSpec, schemaCompiler } from '../contract.ts';
+import { openStore } from '../store/index.ts';
+import { sqliteFileIn } from '../store/sqlite.ts';
 
 const USAGE = `usage:
   npm run keys -- create --name NAME [--permission full_access|sending_access]

@@ -3,10 +3,10 @@
 // operationId, rather than matched again against a path pattern by an Express router per resource.
 // Every operation the contract lists has a handler, or the server does not start.
 import type { RequestHandler } from 'express';
-import type { OperationHandler, OperationId } from './api.ts';
-import { operationsOf, resolveRef, type OpenApiDocument } from './contract.ts';
+import type { OperationHandler, OperationId } from '../api.ts';
+import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { ApiError } from './errors.ts';
-import { UUID_FORM } from './store/timeOrderedId.ts';
+import { UUID_FORM } from '../store/timeOrderedId.ts';
 
 /** A resource's handlers, by the operationId each answers (those that answer other than JSON, such as a page, as plain handlers). */
 export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHandler<any> };

@@ -5,7 +5,7 @@
 // targets that are not paths, which Express would answer with an HTML page.
 import { maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ErrorName } from './api.ts';
+import type { ErrorName } from '../api.ts';
 
 /** The timeouts in force (0 is off; Node times out only with one of them on). */
 function allowed({ headersMs, requestMs }: { headersMs: number; requestMs: number }): string {

@@ -1,8 +1,8 @@
 // Why the store that DATA_DIR or DATABASE_URL names could not be opened, in the terms of those
 // variables, for the line a process prints when it cannot start (server, worker, keys).
 import { accessSync, constants } from 'node:fs';
-import { ConfigError, type Config } from './config.ts';
-import { makeDataDir } from './store/sqlite.ts';
+import { ConfigError, type Config } from '../config.ts';
+import { makeDataDir } from './sqlite.ts';
 
 /**
  * Why the store that DATA_DIR or DATABASE_URL names could not be opened, as one line in the terms of
@@ -26,7 +26,7 @@ export async function storeFailure(config: Pick<Config, 'dataDir' | 'databaseUrl
   }
   const where = postgresPlace(config.databaseUrl);
   // The migrator keeps only the message of what failed: one connection of our own says what it was.
-  const { loadPg } = await import('./store/database.ts');
+  const { loadPg } = await import('./database.ts');
   const pg = await loadPg();
   const probe = new pg.Client({ connectionString: config.databaseUrl, connectionTimeoutMillis: config.databaseConnectTimeoutMs });
   probe.on('error', () => {}); // a connection that breaks after connecting is the original failure's story

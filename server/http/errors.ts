@@ -3,15 +3,15 @@
 import type { ErrorObject } from 'ajv/dist/2020.js';
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from 'pino';
-import type { ErrorName } from './api.ts';
-import { resolveRef, type OpenApiDocument } from './contract.ts';
+import type { ErrorName } from '../api.ts';
+import { resolveRef, type OpenApiDocument } from '../contract.ts';
 import { withHead } from './head.ts';
-import { failureLevel, isStorageFull, isUnavailable, noConnectionInTime } from './store/database.ts';
-import { StoreFileGone } from './store/sqlite.ts';
-import { CommitUnconfirmed } from './store/confirmedCommit.ts';
-import { AddressTaken, InUseByBroadcast, NotFound, UnknownReference } from './store/missing.ts';
-import { quoted } from './quoted.ts';
-import { SendRefused } from './domains/senders.ts';
+import { failureLevel, isStorageFull, isUnavailable, noConnectionInTime } from '../store/database.ts';
+import { StoreFileGone } from '../store/sqlite.ts';
+import { CommitUnconfirmed } from '../store/confirmedCommit.ts';
+import { AddressTaken, InUseByBroadcast, NotFound, UnknownReference } from '../store/missing.ts';
+import { quoted } from '../quoted.ts';
+import { SendRefused } from '../domains/senders.ts';
 
 export class ApiError extends Error {
   constructor(

@@ -4,7 +4,7 @@
 // counting brackets outside strings, refuses such a body with 400 invalid_json first.
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
-import { bytesOf } from './config.ts';
+import { bytesOf } from '../config.ts';
 import { ApiError } from './errors.ts';
 
 export const MAX_NESTING = 64;

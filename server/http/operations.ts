@@ -1,18 +1,17 @@
 // What whoever runs the server needs: the health check, the contract itself, its reference page, and
 // its metrics.
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { Router } from 'express';
-import type { OperationHandler } from './api.ts';
-import { specPath } from './contract.ts';
+import type { OperationHandler } from '../api.ts';
+import { projectFile, specPath } from '../contract.ts';
 import { databaseUnavailable } from './errors.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import type { Handlers } from './operationRouter.ts';
-import type { Store } from './store/index.ts';
-import { isUnavailable } from './store/database.ts';
-import { StoreFileGone } from './store/sqlite.ts';
+import type { Store } from '../store/index.ts';
+import { isUnavailable } from '../store/database.ts';
+import { StoreFileGone } from '../store/sqlite.ts';
 
-const docsPath = fileURLToPath(new URL('../generated/docs.html', import.meta.url));
+const docsPath = projectFile('generated/docs.html');
 
 /** The paths contractRoutes serves. */
 export const PAGE_PATHS = ['/openapi.yaml', '/docs', '/metrics', '/favicon.ico'] as const;

@@ -2,9 +2,9 @@
 // stops taking requests, finishes those in flight and the messages in hand (each for up to
 // SHUTDOWN_GRACE_MS), and closes the store.
 import { Worker } from 'node:worker_threads';
-import { loadConfig } from './config.ts';
-import { superviseThread } from './delivery/thread.ts';
-import { startServer } from './server.ts';
+import { loadConfig } from '../config.ts';
+import { superviseThread } from '../delivery/thread.ts';
+import { startServer } from '../server.ts';
 
 // Handlers first: a signal that finds none ends the process at once, unclean. One that comes during
 // start-up, or on seeing the "listening" line (written from the logger's thread, it can be read before

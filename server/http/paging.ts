@@ -1,6 +1,6 @@
 // The query every list takes: `limit`, and at most one of the `after` and `before` cursors.
 import { invalid } from './errors.ts';
-import { UnknownCursor, type Cursor } from './store/keyset.ts';
+import { UnknownCursor, type Cursor } from '../store/keyset.ts';
 
 export function cursorOf({ after, before }: { after?: string; before?: string }): Cursor {
   if (after && before) throw invalid('Only one of `after` or `before` may be given.');

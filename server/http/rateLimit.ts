@@ -13,8 +13,8 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { ApiError } from './errors.ts';
-import type { Tables } from './store/database.ts';
-import type { Store } from './store/index.ts';
+import type { Tables } from '../store/database.ts';
+import type { Store } from '../store/index.ts';
 
 interface Standing {
   allowed: boolean;
