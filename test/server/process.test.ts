@@ -36,6 +36,9 @@ function start(): Promise<{ child: ChildProcess; url: string; stderr: () => stri
 }
 
 const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => child.on('exit', resolve));
+// Deadline for a test that starts and stops the whole process several times: each waits on the process's
+// own lines and exit, and on a busy machine a start can take many seconds.
+const SEVERAL_STARTS_MS = 300_000;
 
 describe('the server process', () => {
   let firstKey = '';
@@ -88,7 +91,7 @@ describe('the server process', () => {
       expect(await ended).toEqual({ code: 0, signal: null });
       expect(stdout).toContain('Mailroom stopped');
     }
-  });
+  }, SEVERAL_STARTS_MS);
 
   it('manages keys with the keys command: create prints the key once, list shows it, revoke ends it', async () => {
     const keys = (...args: string[]) => run(process.execPath, ['build/keys.js', ...args], { cwd: root, env });
