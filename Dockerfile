@@ -14,7 +14,6 @@ COPY client/package.json client/
 RUN npm ci --no-audit --no-fund
 COPY server server
 COPY scripts/build.mjs scripts/
-COPY openapi.yaml ./
 # The dashboard's bundle is built from its sources and the client package's.
 COPY dashboard dashboard
 COPY client/*.ts client/
@@ -35,10 +34,11 @@ ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/data
 WORKDIR /app
-COPY --from=build /app/package.json /app/openapi.yaml ./
+COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/build build
-COPY generated/docs.html generated/
+# The contract as the server reads and serves it: the bundle, beside its reference page.
+COPY generated/openapi.yaml generated/docs.html generated/
 COPY --from=build --chown=node:node /data /data
 USER node
 VOLUME /data

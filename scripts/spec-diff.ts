@@ -1,6 +1,8 @@
-// What the working openapi.yaml changes against another version of it, as Markdown for a review,
+// What the working contract changes against another version of it, as Markdown for a review,
 // breaking changes first. Redocly's `diff` (rules: diff-recommended in scripts/redocly-diff.yaml) finds and rates
 // the changes; this script picks the base from git, renders them, and decides the exit code.
+// Both sides are whole documents: the working openapi.yaml bundled afresh (as `npm run generate` does),
+// and the base's generated/openapi.yaml, or its openapi.yaml where it has no bundle (a single file then).
 //
 //   npm run spec:diff [-- <git-ref>]   against <git-ref>, default HEAD: what uncommitted work changes
 //   npm run spec:gate [-- <git-ref>]   for CI, default HEAD~1: what the last commit changed; with no
@@ -11,7 +13,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import yaml from 'js-yaml';
 
 type Impact = 'major' | 'minor' | 'patch';
@@ -55,27 +57,28 @@ function cannotCompare(why: string): never {
 }
 
 const top = attempt(() => git('rev-parse', '--show-toplevel')) ?? cannotCompare('this is not a git work tree');
-const specPath = join(top, 'openapi.yaml');
-const spec = relative(top, specPath);
+const spec = 'openapi.yaml';
+// Line numbers in the report are the bundle's, as `npm run generate` writes it here.
+const bundle = 'generated/openapi.yaml';
 if (attempt(() => git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`)) === undefined) {
   cannotCompare(`\`${ref}\` is not a commit in this clone (a shallow clone, or the first commit)`);
 }
-const baseText = attempt(() => git('show', `${ref}:${spec}`)) ?? cannotCompare(`\`${ref}\` has no ${spec}`);
-const revisionText = readFileSync(specPath, 'utf8');
+const baseText = attempt(() => git('show', `${ref}:${bundle}`)) ?? attempt(() => git('show', `${ref}:${spec}`)) ?? cannotCompare(`\`${ref}\` has no ${spec}`);
 
+const redocly = (...redoclyArgs: string[]) =>
+  execFileSync(join(tool, 'node_modules/.bin/redocly'), redoclyArgs, { env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] });
 const work = mkdtempSync(join(tmpdir(), 'spec-diff-'));
 let changes: Change[];
+let revisionText: string;
 try {
-  writeFileSync(join(work, 'base.yaml'), baseText);
-  const report = join(work, 'diff.json');
-  execFileSync(
-    join(tool, 'node_modules/.bin/redocly'),
-    ['diff', join(work, 'base.yaml'), specPath, '--config', join(tool, 'scripts/redocly-diff.yaml'), '--lint-config', 'off', '--format', 'json', '--fail-on', 'none', '-o', report],
-    { env: { ...process.env, REDOCLY_TELEMETRY: 'off' }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const [basePath, revisionPath, report] = ['base.yaml', 'revision.yaml', 'diff.json'].map((name) => join(work, name));
+  writeFileSync(basePath, baseText);
+  redocly('bundle', join(top, spec), '--config', join(tool, 'redocly.yaml'), '--component-renaming-conflicts-severity=error', '-o', revisionPath);
+  revisionText = readFileSync(revisionPath, 'utf8');
+  redocly('diff', basePath, revisionPath, '--config', join(tool, 'scripts/redocly-diff.yaml'), '--lint-config', 'off', '--format', 'json', '--fail-on', 'none', '-o', report);
   changes = (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes;
 } catch (error) {
-  console.error(`spec:diff: redocly diff failed: ${(error as { stderr?: Buffer }).stderr?.toString().trim() || String(error)}`);
+  console.error(`spec:diff: redocly failed: ${(error as { stderr?: Buffer }).stderr?.toString().trim() || String(error)}`);
   process.exit(2);
 } finally {
   rmSync(work, { recursive: true, force: true });
@@ -106,7 +109,7 @@ function describe(change: Change): string {
 function where(change: Change): string {
   const place = change.verdicts[0]?.location ?? (change.kind === 'removed' ? change.base : (change.revision ?? change.base));
   if (!place) return `\`${change.path}\``;
-  const side = change.kind === 'removed' ? ` (${ref})` : place.line ? ` (${spec}:${place.line})` : '';
+  const side = change.kind === 'removed' ? ` (${ref})` : place.line ? ` (${bundle}:${place.line})` : '';
   return `\`${place.pointer}\`${side}`;
 }
 

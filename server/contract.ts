@@ -1,5 +1,6 @@
-// The contract at run time: openapi.yaml loaded once, its schemas compiled with Ajv, so that every
-// runtime check outside express-openapi-validator comes from the spec itself, never restated.
+// The contract at run time: generated/openapi.yaml (openapi.yaml bundled into one document by
+// `npm run generate`) loaded once, its schemas compiled with Ajv, so that every runtime check outside
+// express-openapi-validator comes from the spec itself, never restated.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type Format, type Options, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -10,7 +11,7 @@ import { load } from 'js-yaml';
 /** A file of the project by its path from the root: this module sits one level down, in server/ or bundled in build/. */
 export const projectFile = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
-export const specPath = projectFile('openapi.yaml');
+export const specPath = projectFile('generated/openapi.yaml');
 
 export type OpenApiDocument = {
   openapi: string;
@@ -95,11 +96,11 @@ export function schemaCompiler(spec: OpenApiDocument): (pointer: string) => Vali
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 /** Each operation under the contract's `paths`, with its method (its `webhooks` are posted by the server, not answered). */
-export function operationsOf(spec: OpenApiDocument): { method: string; operation: Record<string, any> }[] {
-  return Object.values(spec.paths).flatMap((item) =>
+export function operationsOf(spec: OpenApiDocument): { path: string; method: string; operation: Record<string, any> }[] {
+  return Object.entries(spec.paths).flatMap(([path, item]) =>
     Object.entries(item)
       .filter(([method]) => HTTP_METHODS.has(method))
-      .map(([method, operation]) => ({ method, operation: operation as Record<string, any> })),
+      .map(([method, operation]) => ({ path, method, operation: operation as Record<string, any> })),
   );
 }
 

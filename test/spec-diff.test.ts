@@ -9,7 +9,8 @@ import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url).pathname;
-const contract = readFileSync(join(root, 'openapi.yaml'), 'utf8');
+// The bundled contract, one file, is the scratch repository's openapi.yaml.
+const contract = readFileSync(join(root, 'generated/openapi.yaml'), 'utf8');
 // The outer repository's git variables must not leak into the scratch one.
 const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('GIT_')));
 
@@ -60,7 +61,7 @@ describe('spec:diff against HEAD (uncommitted work)', () => {
     const { code, stdout } = await specDiff(repo);
     expect(stdout).toContain('Breaking: **0** · other: 1');
     expect(stdout).not.toContain('### Breaking changes');
-    expect(stdout).toMatch(/### Other changes\n\n.*\n.*\n\| minor \| GET \/contacts \| `nickname` added\. \| `#\/components\/schemas\/Contact\/properties\/nickname` \(openapi\.yaml:\d+\) \|/);
+    expect(stdout).toMatch(/### Other changes\n\n.*\n.*\n\| minor \| GET \/contacts \| `nickname` added\. \| `#\/components\/schemas\/Contact\/properties\/nickname` \(generated\/openapi\.yaml:\d+\) \|/);
     expect(code).toBe(0);
   });
 

@@ -1,7 +1,9 @@
-// The contract and its reference page, served to anyone (no key): the bytes of the files in the
-// repository, the page under a policy that keeps it from loading anything from elsewhere.
+// The contract and its reference page, served to anyone (no key): the bytes of the generated files in
+// the repository (the bundled contract and its page), the page under a policy that keeps it from
+// loading anything from elsewhere.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { specPath } from '../../server/contract.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = new URL('../..', import.meta.url);
@@ -15,11 +17,11 @@ describe('the reference pages', () => {
     await server.close();
   });
 
-  it('serves openapi.yaml and the docs page as they are in the repository, without a key', async () => {
+  it('serves the bundled contract and the docs page as they are in the repository, without a key', async () => {
     const spec = await fetch(`${server.url}/openapi.yaml`);
     expect(spec.status).toBe(200);
     expect(spec.headers.get('content-type')).toMatch(/^application\/yaml/);
-    expect(await spec.text()).toBe(readFileSync(new URL('openapi.yaml', root), 'utf8'));
+    expect(await spec.text()).toBe(readFileSync(specPath, 'utf8'));
 
     const docs = await fetch(`${server.url}/docs`);
     expect(docs.status).toBe(200);

@@ -1,5 +1,5 @@
 // The Arazzo workflows under test/contract/, run by `redocly respect` against a live server on each
-// store. Respect also checks every response against openapi.yaml on its own.
+// store. Respect also checks every response against the bundled contract (generated/openapi.yaml) on its own.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
