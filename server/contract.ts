@@ -1,6 +1,6 @@
-// The contract at run time: generated/openapi.yaml (openapi.yaml bundled into one document by
-// `npm run generate`) loaded once, its schemas compiled with Ajv, so that every runtime check outside
-// express-openapi-validator comes from the spec itself, never restated.
+// The contract at run time: generated/openapi.yaml (openapi.yaml and the files under openapi/ it
+// refers to, bundled into one document by `npm run generate`) loaded once, its schemas compiled with
+// Ajv, so that every runtime check outside express-openapi-validator comes from the spec itself.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type Format, type Options, type ValidateFunction } from 'ajv/dist/2020.js';

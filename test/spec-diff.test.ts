@@ -2,7 +2,7 @@
 // is reported as Markdown, breaking changes first, and only a breaking change without a major version
 // bump fails.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -119,6 +119,33 @@ describe('spec:gate against the previous commit (CI)', () => {
       expect(code).toBe(0);
     } finally {
       rmSync(clone, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('spec:diff on the contract as it is laid out, a root and the files under openapi/', () => {
+  it("bundles the working root with the files it refers to, and compares it with the base's bundle", async () => {
+    const split = mkdtempSync(join(tmpdir(), 'mailroom-spec-diff-split-'));
+    try {
+      git(split, 'init', '-q');
+      cpSync(join(root, 'openapi.yaml'), join(split, 'openapi.yaml'));
+      cpSync(join(root, 'openapi'), join(split, 'openapi'), { recursive: true });
+      mkdirSync(join(split, 'generated'));
+      cpSync(join(root, 'generated/openapi.yaml'), join(split, 'generated/openapi.yaml'));
+      git(split, 'add', '.');
+      git(split, 'commit', '-q', '-m', 'base');
+
+      // Contact is edited where the root says it lives; the root itself stays as it is.
+      const [file, pointer] = (yaml.load(readFileSync(join(split, 'openapi.yaml'), 'utf8')) as { components: { schemas: Record<string, { $ref: string }> } }).components.schemas['Contact']!.$ref.split('#/');
+      const schemas = yaml.load(readFileSync(join(split, file!), 'utf8')) as Document['components']['schemas'];
+      schemas[pointer!]!.required = schemas[pointer!]!.required!.filter((f) => f !== 'email');
+      writeFileSync(join(split, file!), yaml.dump(schemas, { lineWidth: -1, noRefs: true }));
+
+      const { code, stdout } = await specDiff(split);
+      expect(stdout).toMatch(/\| GET \/contacts \| Properties of `Contact` are no longer required: `email`\. \| `#\/components\/schemas\/Contact\/required`/);
+      expect(code).toBe(1);
+    } finally {
+      rmSync(split, { recursive: true, force: true });
     }
   });
 });
