@@ -22,23 +22,36 @@ export function requestLog(logger: Logger): RequestHandler {
 }
 
 /**
- * An unsubscribe or download link's token works for whoever holds it: logs keep the path, not the
- * token, however the path is spelled (`/Unsubscribe/…`, `/%75nsubscribe/…`, answered 404). Nor do they
- * keep a query parameter's value when its name says it is a secret (`?api_key=re_…`).
+ * An unsubscribe or download link's token works for whoever holds it: logs keep the path up to the
+ * segment that names the link (`/unsubscribe`, `/attachments`), never what follows it, however it is
+ * spelled (`/Unsubscribe/…`, `/%75nsubscribe/…`, `/unsubscribe//…`, `/unsubscribe/%2F…`, a prefix a
+ * proxy left before it, a query), answered or not. So `/emails/<id>/attachments/<id>` keeps no
+ * attachment id either. Elsewhere, a query parameter's value is left out when its name says it is a
+ * secret (`?api_key=re_…`).
  */
 function withoutToken(url: string): string {
   const at = url.search(/[?#]/);
   const [path, rest] = at < 0 ? [url, ''] : [url.slice(0, at), url.slice(at)];
   const segments = path.split('/');
-  const first = segments.findIndex((segment) => segment !== '');
-  if (first >= 0 && first + 1 < segments.length && /^(unsubscribe|attachments)$/i.test(decodedOrSo(segments[first]!))) segments[first + 1] = '…';
-  return segments.join('/') + rest.replace(/([?&][^=&#]*(?:key|token|secret|password|signature)[^=&#]*=)[^&#]*/gi, '$1…');
+  const link = segments.findIndex((segment) => /unsubscribe|attachments/i.test(decoded(segment)));
+  if (link < 0) return path + rest.replace(/([?&][^=&#]*(?:key|token|secret|password|signature)[^=&#]*=)[^&#]*/gi, '$1…');
+  // A segment that only names the link is kept as spelled; one that holds more (`unsubscribe%2F…`) is not.
+  const named = /^(unsubscribe|attachments)$/i.test(decoded(segments[link]!));
+  if (named && link === segments.length - 1 && rest === '') return path;
+  return [...segments.slice(0, named ? link + 1 : link), '…'].join('/');
 }
 
-const decodedOrSo = (segment: string) => {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
+/** A segment as it reads once percent-decoded, again while it changes (`%252F` is a slash too, to some). */
+function decoded(segment: string): string {
+  let text = segment;
+  for (let round = 0; round < 3; round++) {
+    try {
+      const next = decodeURIComponent(text);
+      if (next === text) break;
+      text = next;
+    } catch {
+      break;
+    }
   }
-};
+  return text;
+}
