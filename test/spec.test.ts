@@ -108,6 +108,24 @@ describe('operations', () => {
     expect(checked).toBeGreaterThan(80);
   });
 
+  it('every response to a keyed operation declares the three RateLimit headers, but for an unknown key (403) or an unreachable store (503); 429 and 503 declare Retry-After', () => {
+    const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+    const rateLimit = { 'RateLimit-Limit': header('RateLimitLimit'), 'RateLimit-Remaining': header('RateLimitRemaining'), 'RateLimit-Reset': header('RateLimitReset') };
+    const keyUnread = ['#/components/responses/Forbidden', '#/components/responses/ServiceUnavailable'];
+    let checked = 0;
+    for (const { op } of operations.filter(({ op }) => op.security?.length !== 0)) {
+      for (const [status, response] of Object.entries(op.responses as Obj)) {
+        const where = `${op.operationId} ${status}`;
+        const headers = deref(response as Obj, '')[0].headers ?? {};
+        if (keyUnread.includes((response as Obj).$ref)) expect(headers['RateLimit-Limit'], where).toBeUndefined();
+        else expect(headers, where).toMatchObject(rateLimit);
+        if (status === '429' || status === '503') expect(headers['Retry-After'], where).toEqual(header('RetryAfter'));
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(600);
+  });
+
   it('the Error schema lists every name docs/design.md gives', () => {
     const names = spec.components.schemas.ErrorName.enum;
     for (const name of ['missing_api_key', 'invalid_api_key', 'restricted_api_key', 'validation_error', 'missing_required_field',
