@@ -14,11 +14,12 @@
 // Permanent bounce: the email ends `bounced` and those addresses are suppressed (unless the refusal is
 // about the message, not the addresses: see `suppressed` below). A relay's 4xx to some recipients is
 // a delay for them alone: the email is `delivery_delayed`, and the next attempt goes to the recipients
-// deferred, so those who have the message do not get it twice.
+// deferred, so those who have the message do not get it twice. On the last attempt the email fails for
+// those deferred alone: whom the relay took or refused is recorded first, as on any other attempt.
 import type { Logger } from 'pino';
 import { BroadcastMail, type BroadcastOutcome, type UnsubscribeLinks } from '../broadcasts/mail.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
-import type { ClaimedEmail } from '../store/emails.ts';
+import type { ClaimedEmail, PartlyTaken } from '../store/emails.ts';
 import { Senders } from '../domains/senders.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
@@ -248,20 +249,23 @@ export class DeliveryWorker {
    * Tries again later, or fails the email once its attempts are spent. `deferred`: the recipients the
    * relay put off (4xx) while it took the message for the others or refused them for good; the next
    * attempt goes to them alone. `refused`: those it refused for good meanwhile, suppressed now. `sent`:
-   * the message the relay took for the others. `level`: of the log line.
+   * the message the relay took for the others. Those two are recorded on the last attempt too, before
+   * the email fails for the deferred alone. `level`: of the log line.
    */
   private async delay(
     email: ClaimedEmail,
     reason: string,
     { deferred, refused, sent, level = 'info' }: { deferred?: Refusal[]; refused?: Refusal[] | undefined; sent?: { messageId: string; text: string | null }; level?: 'info' | 'warn' } = {},
   ): Promise<void> {
-    if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason);
+    const bounce = refused?.length ? refusal(refused) : undefined;
+    const partly: PartlyTaken = { sent: sent && { ...sent, final: this.transport.final }, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
+    if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason, partly);
     const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
     const retryAt = new Date(Date.now() + Math.random() * ceiling);
     this.logger[level]({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
-    const bounce = refused?.length ? refusal(refused) : undefined;
-    const partly = { deferred: deferred?.map((d) => d.address), sent, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
-    if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), partly)))) this.leaseLost(email.id, 'delivery_delayed');
+    // Not `delivered` while some recipients wait: that comes with the last of them.
+    const later = { deferred: deferred?.map((d) => d.address), sent, refused: partly.refused };
+    if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), later)))) this.leaseLost(email.id, 'delivery_delayed');
   }
 
   private async suppress(email: ClaimedEmail, data: SuppressedData): Promise<void> {
@@ -276,9 +280,10 @@ export class DeliveryWorker {
     if (!(await this.persist(email, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');
   }
 
-  private async fail(email: ClaimedEmail, reason: string): Promise<void> {
+  /** `partly`: what the relay did with the recipients it did not defer, recorded before the failure. */
+  private async fail(email: ClaimedEmail, reason: string, partly?: PartlyTaken): Promise<void> {
     this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
-    if (!(await this.persist(email, () => this.store.emails.markFailed(email, reason, new Date())))) this.leaseLost(email.id, 'failed');
+    if (!(await this.persist(email, () => this.store.emails.markFailed(email, reason, new Date(), partly)))) this.leaseLost(email.id, 'failed');
   }
 
   private async cancel(email: ClaimedEmail, reason: string): Promise<void> {

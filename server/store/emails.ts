@@ -28,7 +28,15 @@ export type Lease = Pick<ClaimedEmail, 'id' | 'lease_token'>;
 const LISTED = ['id', 'from_address', 'to_addresses', 'cc', 'bcc', 'reply_to', 'subject', 'created_at', 'scheduled_at', 'last_event', 'message_id', 'broadcast_id', 'contact_id'] as const;
 export type ListedEmail = Pick<EmailRecord, (typeof LISTED)[number]>;
 /** What an outcome other than sending changes in the email's row. */
-type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<Selectable<EmailTable>, 'next_attempt_at' | 'deferred_recipients'>>;
+type Outcome = Pick<EmailTable, 'last_event' | 'last_error'> & Partial<Pick<Selectable<EmailTable>, 'next_attempt_at' | 'deferred_recipients' | 'message_id' | 'text'>>;
+/**
+ * What the relay did with some of an email's recipients while it deferred others: `sent`, it took the
+ * message for some (`final`: the relay is their own server); `refused`, it refused some for good.
+ */
+export interface PartlyTaken {
+  sent?: { messageId: string; text: string | null; final?: boolean };
+  refused?: { bounce: { message: string }; addresses: string[] };
+}
 
 /** What waits in the outbox, in the order the emails_due index names them (SQLite matches its condition as written). */
 const PENDING: EmailEvent[] = ['queued', 'scheduled', 'delivery_delayed'];
@@ -210,35 +218,31 @@ export class EmailStore {
 
   /**
    * Puts the email back in the outbox until `retryAt`; false if the lease no longer holds. When the
-   * relay put off some recipients, `deferred` are the ones the next attempt goes to; `sent`, when it
-   * took the message for others, records it `email.sent` (with its Message-ID) before the delay; and
-   * `refused` are the ones it refused for good: suppressed, with their `email.bounced`. All in one transaction.
+   * relay put off some recipients, `deferred` are the ones the next attempt goes to; what it did with
+   * the others (`partly`) is recorded with the delay. All in one transaction.
    */
-  markDelayed(
-    lease: Lease,
-    error: string,
-    retryAt: Date,
-    at: Date,
-    { deferred, sent, refused }: { deferred?: string[]; sent?: { messageId: string; text: string | null }; refused?: { bounce: { message: string }; addresses: string[] } } = {},
-  ): Promise<boolean> {
-    const change = {
+  markDelayed(lease: Lease, error: string, retryAt: Date, at: Date, { deferred, ...partly }: { deferred?: string[] } & PartlyTaken = {}): Promise<boolean> {
+    const { change, taken, refused } = partlyTaken(lease, partly);
+    const delayed = { type: 'email.delivery_delayed', data: { reason: error } } as const;
+    const outcome = {
+      ...change,
       last_event: 'delivery_delayed',
       last_error: error,
       next_attempt_at: retryAt.toISOString(),
       ...(deferred && { deferred_recipients: JSON.stringify(deferred) }),
-      ...(sent && { message_id: sent.messageId, ...(sent.text !== null && { text: sent.text }) }),
     } as const;
-    const bounce = refused && (async (tx: Transaction<Tables>, now: string) => {
-      await this.events.record(tx, [{ type: 'email.bounced', email_id: lease.id, data: { bounce: refused.bounce }, created_at: now }]);
-      await suppress(tx, bounceSuppressions(lease.id, refused.addresses), now);
-    });
-    const delayed = { type: 'email.delivery_delayed', data: { reason: error } } as const;
-    return this.conclude(lease, change, sent ? [{ type: 'email.sent' }, delayed] : [delayed], at, bounce);
+    return this.conclude(lease, outcome, [...taken, delayed, ...refused.events], at, refused.suppress);
   }
 
-  /** Fails the email for good; false if the lease no longer holds. */
-  markFailed(lease: Lease, error: string, at: Date): Promise<boolean> {
-    return this.conclude(lease, { last_event: 'failed', last_error: error }, { type: 'email.failed', data: { failed: { reason: error } } }, at);
+  /**
+   * Fails the email for good; false if the lease no longer holds. What the relay did with the other
+   * recipients on this last attempt (`partly`) is recorded first, in the same transaction: the email
+   * fails for the recipients it deferred alone.
+   */
+  markFailed(lease: Lease, error: string, at: Date, partly: PartlyTaken = {}): Promise<boolean> {
+    const { change, taken, refused } = partlyTaken(lease, partly);
+    const failed = { type: 'email.failed', data: { failed: { reason: error } } } as const;
+    return this.conclude(lease, { ...change, last_event: 'failed', last_error: error }, [...taken, ...refused.events, failed], at, refused.suppress);
   }
 
   /** Withdraws the email before it goes out (its contact left the list); false if the lease no longer holds. */
@@ -324,4 +328,17 @@ export class EmailStore {
   capturedMessage(id: string): Promise<string | undefined> {
     return this.db.selectFrom('captured_messages').select('raw').where('email_id', '=', id).executeTakeFirst().then((r) => r?.raw);
   }
+}
+
+/**
+ * What a send the relay took for some recipients, or refused for good for some, writes beside its
+ * outcome: the Message-ID and text, with `email.sent` (and `email.delivered` where the relay is the
+ * recipients' own server); `email.bounced`, with the refused addresses suppressed.
+ */
+function partlyTaken(lease: Lease, { sent, refused }: PartlyTaken) {
+  const change = sent ? { message_id: sent.messageId, ...(sent.text !== null && { text: sent.text }) } : {};
+  const taken: Pick<NewEvent, 'type'>[] = sent ? [{ type: 'email.sent' }, ...(sent.final ? [{ type: 'email.delivered' as const }] : [])] : [];
+  const events: Pick<NewEvent, 'type' | 'data'>[] = refused ? [{ type: 'email.bounced', data: { bounce: refused.bounce } }] : [];
+  const suppressRefused = refused && ((tx: Transaction<Tables>, now: string) => suppress(tx, bounceSuppressions(lease.id, refused.addresses), now));
+  return { change, taken, refused: { events, suppress: suppressRefused } };
 }

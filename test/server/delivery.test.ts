@@ -183,6 +183,54 @@ describe.each(backends)('delivery on %s', (backend) => {
     expect(delayed.every((line) => line.level === 40)).toBe(true);
   });
 
+  it('on the last attempt, records the recipients the relay took as sent and those it refused as bounced before failing the ones it deferred', async () => {
+    const lastTwice = { ...fast, maxAttempts: 2 };
+    const suppression = async (address: string) => (await server.request(`/suppressions/${encodeURIComponent(address)}`)).json();
+    for (const final of [false, true]) {
+      const [fine, gone, busy] = ['fine', 'gone', 'busy'].map((who) => `${who}.last.${final}@example.com`);
+      // The first attempt finds every recipient deferred; the last, one taken, one refused for good, one deferred again.
+      let attempt = 0;
+      sink.refuseRecipient = (address) => (attempt === 1 ? 451 : address === gone ? 550 : address === busy ? 451 : undefined);
+      try {
+        const [id] = await send([{ from: 'a@acme.dev', to: [fine, gone, busy], subject: 'Last', text: 'x' }]);
+        const w = track(new DeliveryWorker(server.store, smtpTransport(sink.url, { final }), quiet, lastTwice));
+        attempt = 1;
+        await w.runOnce();
+        expect(await lastEvent(id!)).toBe('delivery_delayed');
+        attempt = 2;
+        expect(await w.runOnce(new Date(Date.now() + 1000))).toBe(1);
+
+        expect(sink.received.filter((r) => r.mail.messageId === `<${id}@acme.dev>`).map((r) => r.envelope.to)).toEqual([[fine]]);
+        const stored = await server.store.emails.find(id!);
+        expect(stored).toMatchObject({ last_event: 'failed', attempts: 2, message_id: `<${id}@acme.dev>` });
+        expect(stored?.last_error).toContain(`the relay deferred ${busy}: 451`);
+        const events = (await server.store.events.forEmail(id!)).map((e) => ({ type: e.type, data: e.data === null ? null : JSON.parse(e.data) }));
+        expect(events.map((e) => e.type)).toEqual(['email.delivery_delayed', 'email.sent', ...(final ? ['email.delivered'] : []), 'email.bounced', 'email.failed']);
+        expect(events.find((e) => e.type === 'email.bounced')?.data).toMatchObject({ bounce: { type: 'Permanent', subType: 'NoEmail', message: expect.stringContaining(gone) } });
+        expect(events.at(-1)?.data).toEqual({ failed: { reason: stored?.last_error } });
+        expect(await suppression(gone)).toMatchObject({ origin: 'bounce', source_id: id });
+        for (const kept of [fine, busy]) expect(await suppression(kept)).toMatchObject({ name: 'not_found' });
+      } finally {
+        sink.refuseRecipient = () => undefined;
+      }
+    }
+  });
+
+  it('on the last attempt, suppresses the recipients the relay refused for good when it took none and deferred the others', async () => {
+    const [gone, busy] = ['gone.none@example.com', 'busy.none@example.com'];
+    sink.refuseRecipient = (address) => (address === gone ? 550 : address === busy ? 451 : undefined);
+    try {
+      const [id] = await send([{ from: 'a@acme.dev', to: [gone, busy], subject: 'None', text: 'x' }]);
+      await worker({ ...fast, maxAttempts: 1 }).runOnce();
+      expect(await server.store.emails.find(id!)).toMatchObject({ last_event: 'failed', message_id: null });
+      expect((await server.store.events.forEmail(id!)).map((e) => e.type)).toEqual(['email.bounced', 'email.failed']);
+      expect(await (await server.request(`/suppressions/${encodeURIComponent(gone)}`)).json()).toMatchObject({ origin: 'bounce', source_id: id });
+      expect(await (await server.request(`/suppressions/${encodeURIComponent(busy)}`)).json()).toMatchObject({ name: 'not_found' });
+    } finally {
+      sink.refuseRecipient = () => undefined;
+    }
+  });
+
   // Last: its email stays due for another try, which the tests above would take up.
   it('says in words why TLS with the relay failed, without OpenSSL\'s codes and source path', async () => {
     const [id] = await send([{ from: 'a@acme.dev', to: 'tls@example.com', subject: 'TLS', text: 'x' }]);
