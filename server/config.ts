@@ -22,14 +22,16 @@ export interface Config {
   bodyLimit: string;
   /** Requests per second allowed per API key (Resend's default is 10); 0 turns rate limiting off. */
   rateLimitPerSecond: number;
-  /** An smtp:// or smtps:// relay; unset, messages are captured in the store. */
+  /** An smtp:// or smtps:// relay; unset (or SMTP_URL=capture:), messages are captured in the store. */
   smtpUrl: string | undefined;
+  /** SMTP_URL=capture: asks for capture: in production, nothing less does (see refuseUnsentMail). */
+  captureAsked: boolean;
   /**
    * Whether the relay at SMTP_URL is the recipients' own mail server, so that its acceptance is
    * delivery; otherwise acceptance is `sent`, and `delivered` waits for a delivery notification.
    */
   smtpFinal: boolean;
-  /** NODE_ENV=production: capturing messages instead of sending them is then worth a warning. */
+  /** NODE_ENV=production: capturing messages instead of sending them is then refused unless asked for. */
   production: boolean;
   /** Whether `npm start` runs a delivery worker (in a thread) beside the HTTP server. */
   deliveryWorker: boolean;
@@ -91,6 +93,8 @@ export class ConfigError extends Error {}
 /** Values that may hold a password: a bad one is named, never echoed. */
 const SECRET = new Set(['DATABASE_URL', 'SMTP_URL', 'MAILROOM_API_KEY', 'UNSUBSCRIBE_SECRET']);
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** The SMTP_URL that asks for messages to be captured in the store rather than sent. */
+const CAPTURE = 'capture:';
 
 // Each variable's rule is a small reader rather than a schema library's: zod took about 5 MB in every
 // thread that reads the configuration (the server's and each delivery thread's), measured.
@@ -122,8 +126,8 @@ const oneOf =
   (value: string) =>
     choices.includes(value as Choice) ? (value as Choice) : new Refusal(message);
 
-function url(protocols: string[], { host = false } = {}) {
-  const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}${host ? ', naming a host' : ''}`;
+function url(protocols: string[], { host = false, or = '' } = {}) {
+  const rule = `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}${host ? ', naming a host' : ''}${or ? `, or ${or}` : ''}`;
   // `smtp://` alone parses, and nodemailer would then send to itself (127.0.0.1:587).
   const fits = (parsed: URL) => protocols.includes(parsed.protocol) && (!host || parsed.hostname !== '');
   return (value: string) => (URL.canParse(value) && fits(new URL(value)) ? value : new Refusal(rule));
@@ -190,7 +194,10 @@ const VARIABLES = {
     '4mb',
   ),
   RATE_LIMIT_PER_SECOND: variable(whole(), 10),
-  SMTP_URL: optional(url(['smtp:', 'smtps:'], { host: true })),
+  // `capture:` keeps messages in the store, as unset does: production needs it said (refuseUnsentMail).
+  SMTP_URL: optional((value) =>
+    value.toLowerCase() === CAPTURE ? CAPTURE : url(['smtp:', 'smtps:'], { host: true, or: CAPTURE })(value),
+  ),
   SMTP_FINAL: variable(oneOf(['true', 'false'], 'must be true or false'), 'false'),
   NODE_ENV: optional(text),
   DELIVERY_WORKER: variable(oneOf(['on', 'off'], 'must be on or off'), 'on'),
@@ -290,7 +297,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     bodyLimit: e.BODY_LIMIT,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
-    smtpUrl: e.SMTP_URL,
+    smtpUrl: e.SMTP_URL === CAPTURE ? undefined : e.SMTP_URL,
+    captureAsked: e.SMTP_URL === CAPTURE,
     smtpFinal: e.SMTP_FINAL === 'true',
     production: e.NODE_ENV === 'production',
     deliveryWorker: e.DELIVERY_WORKER === 'on',
@@ -336,6 +344,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mxHost: e.INBOUND_MX_HOST ?? e.BOUNCE_DOMAIN,
     },
   };
+}
+
+/**
+ * For a process that delivers mail (`npm start` with its delivery thread, `npm run worker`): in
+ * production, capturing messages (kept in the store, never sent, reported delivered) must be asked for
+ * with SMTP_URL=capture:, or the process does not start. A server without the delivery thread sends
+ * nothing itself, and neither does the keys command: they need no SMTP_URL.
+ */
+export function refuseUnsentMail(config: Config): void {
+  if (config.production && !config.smtpUrl && !config.captureAsked) {
+    throw new ConfigError(
+      'invalid configuration: SMTP_URL is not set, and with NODE_ENV=production mail would be kept in the store, never sent, and reported delivered: set SMTP_URL to your relay (smtp:// or smtps://), or to capture: to capture mail on purpose',
+    );
+  }
 }
 
 /** In production, unsubscribe links over plain http are worth a line: mail providers expect https (RFC 8058). */

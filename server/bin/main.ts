@@ -2,7 +2,7 @@
 // stops taking requests, finishes those in flight and the messages in hand (each for up to
 // SHUTDOWN_GRACE_MS), and closes the store.
 import { Worker } from 'node:worker_threads';
-import { loadConfig } from '../config.ts';
+import { loadConfig, refuseUnsentMail } from '../config.ts';
 import { superviseThread } from '../delivery/thread.ts';
 import { startServer } from '../server.ts';
 
@@ -16,6 +16,7 @@ process.on('SIGINT', () => void stop());
 
 try {
   const config = loadConfig();
+  if (config.deliveryWorker) refuseUnsentMail(config);
   const running = await startServer(config, { webhooks: config.deliveryWorker });
   // Beside main.js in the build; the thread reads the same environment, and is told the public URL
   // (with PORT=0, only the listening server knows its port).

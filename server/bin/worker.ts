@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { pino } from 'pino';
 import { FanoutWorker } from '../broadcasts/fanout.ts';
 import { defaultPublicUrl, unsubscribeTokens } from '../broadcasts/unsubscribeToken.ts';
-import { ConfigError, loadConfig, warnOfPlainHttp, type Config } from '../config.ts';
+import { ConfigError, loadConfig, refuseUnsentMail, warnOfPlainHttp, type Config } from '../config.ts';
 import { storeFailure } from '../store/storeFailure.ts';
 import { captureTransport, smtpTransport } from '../delivery/transport.ts';
 import { DeliveryWorker } from '../delivery/worker.ts';
@@ -24,8 +24,8 @@ const config = configOrExit();
 const lines = pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
 const logger = lines.child({ role: 'delivery' });
 if (!config.smtpUrl && config.production) {
-  // The capture transport is for development and tests: in production it would lose mail quietly.
-  logger.warn('SMTP_URL is not set: messages are captured in the store and marked delivered, not sent');
+  // The capture transport is for development and tests: in production it is asked for (SMTP_URL=capture:), and said.
+  logger.warn('SMTP_URL is capture:, so messages are captured in the store and marked delivered, not sent');
 }
 // In a thread, the server says where it listens (it may have been given port 0); a process of its own
 // has PUBLIC_URL, or HOST and PORT as the server it works for was given them.
@@ -85,7 +85,9 @@ function cannotStart(error: unknown): never {
 
 function configOrExit(): Config {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    refuseUnsentMail(config);
+    return config;
   } catch (error) {
     process.stderr.write(`Mailroom's delivery worker could not start: ${(error as Error).message}\n`);
     process.exit(1);

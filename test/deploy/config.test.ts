@@ -1,6 +1,6 @@
 // Start-up configuration: every variable README lists keeps its default, a bad value stops the
 // process with a line naming the variable and what it must be, and capturing messages in production
-// is said loudly.
+// must be asked for, and is then said loudly.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../server/config.ts';
+import { ConfigError, loadConfig, refuseUnsentMail } from '../../server/config.ts';
 import { backends, POSTGRES_URL } from '../support/backends.ts';
 import { startServerProcess } from '../support/process.ts';
 
@@ -28,6 +28,7 @@ describe('loadConfig', () => {
       bodyLimit: '4mb',
       rateLimitPerSecond: 10,
       smtpUrl: undefined,
+      captureAsked: false,
       deliveryWorker: true,
       delivery: { maxAttempts: 8, retryBaseMs: 2000, leaseMs: 60_000 },
       headersTimeoutMs: 10_000,
@@ -44,6 +45,19 @@ describe('loadConfig', () => {
   it('reads what is given', () => {
     const config = loadConfig({ PORT: '8080', DATABASE_URL: 'postgres://u@db/mailroom', SMTP_URL: 'smtps://relay:465', DELIVERY_WORKER: 'off', LOG_LEVEL: 'warn', BODY_LIMIT: '512kb' });
     expect(config).toMatchObject({ port: 8080, databaseUrl: 'postgres://u@db/mailroom', smtpUrl: 'smtps://relay:465', deliveryWorker: false, logLevel: 'warn', bodyLimit: '512kb' });
+  });
+
+  it('reads SMTP_URL=capture: as capture asked for, which production needs: unset, it refuses naming SMTP_URL and NODE_ENV', () => {
+    expect(loadConfig({ SMTP_URL: 'capture:' })).toMatchObject({ smtpUrl: undefined, captureAsked: true });
+    expect(loadConfig({ SMTP_URL: 'Capture:' })).toMatchObject({ smtpUrl: undefined, captureAsked: true });
+    const unsent = /^invalid configuration: SMTP_URL is not set, and with NODE_ENV=production mail would be kept in the store, never sent, and reported delivered: set SMTP_URL to your relay \(smtp:\/\/ or smtps:\/\/\), or to capture: to capture mail on purpose$/;
+    for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', SMTP_URL: '' }]) {
+      expect(() => refuseUnsentMail(loadConfig(env))).toThrow(ConfigError);
+      expect(() => refuseUnsentMail(loadConfig(env))).toThrow(unsent);
+    }
+    for (const env of [{}, { SMTP_URL: 'capture:' }, { NODE_ENV: 'production', SMTP_URL: 'capture:' }, { NODE_ENV: 'production', SMTP_URL: 'smtp://relay.example.com:587' }, { NODE_ENV: 'development' }]) {
+      expect(() => refuseUnsentMail(loadConfig(env)), JSON.stringify(env)).not.toThrow();
+    }
   });
 
   it('has no bounce domain and no inbound listener unless given, and reads them when they are', () => {
@@ -94,6 +108,8 @@ describe('loadConfig', () => {
     ['WEBHOOK_RETRY_SCHEDULE_MS', '5000,2147483648', /WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 whole numbers of milliseconds up to 2147483647/],
     ['SMTP_URL', 'smtp://', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host/],
     ['SMTP_URL', 'smtps://:465', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host/],
+    ['SMTP_URL', 'capture', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host, or capture:$/],
+    ['SMTP_URL', 'capture://relay', /SMTP_URL must be a URL starting with smtp:\/\/ or smtps:\/\/, naming a host, or capture:$/],
     ['RATE_LIMIT_PER_SECOND', '-1', /RATE_LIMIT_PER_SECOND must be a whole number/],
     ['DELIVERY_MAX_ATTEMPTS', '0', /DELIVERY_MAX_ATTEMPTS must be a whole number of at least 1/],
     ['DELIVERY_WORKER', 'no', /DELIVERY_WORKER must be on or off, got "no"/],
@@ -222,11 +238,33 @@ describe('the server process', () => {
     }
   });
 
-  it('warns when NODE_ENV=production and no SMTP_URL is set: messages are captured, not sent', async () => {
-    const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: '' });
+  it.each([
+    ['build/main.js', 'Mailroom could not start'],
+    ['build/worker.js', "Mailroom's delivery worker could not start"],
+  ])('%s refuses to start with NODE_ENV=production and no SMTP_URL, in one line naming both, and exits 1', async (script, prefix) => {
+    for (const smtpUrl of [undefined, '']) {
+      const env: Record<string, string | undefined> = { ...process.env, PORT: '0', DATA_DIR: dataDir, DATABASE_URL: '', NODE_ENV: 'production', SMTP_URL: smtpUrl };
+      if (smtpUrl === undefined) delete env.SMTP_URL;
+      const failed = await run(process.execPath, [script], { cwd: root, timeout: 60_000, env }).then(
+        () => ({ code: 0, stderr: '' }),
+        (error) => error as { code: number; stderr: string },
+      );
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(new RegExp(`^${prefix}: invalid configuration: SMTP_URL is not set, and with NODE_ENV=production mail would be kept in the store, never sent, and reported delivered: set SMTP_URL to your relay \\(smtp:// or smtps://\\), or to capture: to capture mail on purpose\n$`));
+    }
+  });
+
+  it('starts with NODE_ENV=production and no SMTP_URL when it runs no delivery thread: it sends nothing itself', async () => {
+    const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: '', DELIVERY_WORKER: 'off' });
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('captures with NODE_ENV=production when SMTP_URL=capture: asks for it, and warns that messages are not sent', async () => {
+    const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: 'capture:' });
     try {
       for (let i = 0; i < 200 && !/"level":40.*SMTP_URL/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 25));
-      expect(server.output()).toMatch(/"level":40.*"msg":"SMTP_URL is not set: messages are captured in the store and marked delivered, not sent/);
+      expect(server.output()).toMatch(/"level":40.*"msg":"SMTP_URL is capture:, so messages are captured in the store and marked delivered, not sent/);
     } finally {
       server.child.kill('SIGTERM');
       expect(await server.exited).toBe(0);
