@@ -116,9 +116,10 @@ export function useLocation(): Location {
 }
 
 /** A link to a dashboard path that navigates without reloading; opening it in a new tab still works. */
-export function Link({ to, children, current }: { to: string; children: ComponentChildren; current?: boolean }) {
+export function Link({ to, children, current, class: className }: { to: string; children: ComponentChildren; current?: boolean; class?: string }) {
   return (
     <a
+      class={className}
       aria-current={current ? 'page' : undefined}
       href={BASE + to}
       onClick={(event) => {

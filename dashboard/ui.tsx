@@ -1,9 +1,10 @@
 // The pieces every page is made of. Each form control has a visible label naming its field, actions
-// are buttons with words, an API error is shown next to its form, and a list shows that it is loading.
+// are buttons with words, and an API error is shown next to its form. Lists are ./list.tsx's, and
+// reading from the API ./load.ts's.
 import { createContext, type ComponentChildren } from 'preact';
-import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { MailroomError } from './api.ts';
-import { Link, navigate, takeArrival, useLocation } from './router.tsx';
+import { Link, takeArrival } from './router.tsx';
 
 /** The input attributes pages use; preact's own attribute types do not survive a spread through Omit. */
 interface InputProps {
@@ -259,121 +260,6 @@ export function Unreadable({ title, back, error }: { title: string; back: [to: s
 export function When({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">—</span>;
   return <time dateTime={iso}>{new Date(iso).toLocaleString()}</time>;
-}
-
-/** What a call to the client returns, reduced to what a page needs. */
-type Outcome<T> = { data: T; error?: undefined } | { data?: undefined; error: MailroomError };
-
-export interface Loaded<T> {
-  data: T | undefined;
-  error: MailroomError | undefined;
-  loading: boolean;
-  reload(): void;
-}
-
-/** The waits before reading again what could not be read for a while (the server or its database unreachable): 2 s, doubling, to 30 s. */
-const RETRY_FIRST_MS = 2000;
-const RETRY_LONGEST_MS = 30_000;
-
-/**
- * Runs `load` when the page opens and whenever `deps` change; a slower, older answer never overwrites a
- * newer one. An answer that says to try again later (503: the server, or its database, out of reach)
- * is tried again while the page is shown, so that a page opened during an outage fills in once it ends;
- * one that was read already keeps showing what it read meanwhile.
- */
-export function useLoad<T>(load: () => Promise<Outcome<T>>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; error?: MailroomError; loading: boolean }>({ loading: true });
-  const [generation, setGeneration] = useState(0);
-  const retries = useRef(0);
-  const lastDeps = useRef<unknown[]>();
-  useEffect(() => {
-    let current = true;
-    // Read again for the same page (a reload, a retry), not for another one.
-    const again = lastDeps.current?.length === deps.length && deps.every((dep, at) => Object.is(dep, lastDeps.current![at]));
-    lastDeps.current = deps;
-    let retry: ReturnType<typeof setTimeout> | undefined;
-    setState((previous) => ({ ...previous, loading: true }));
-    load().then(
-      (outcome) => {
-        if (!current) return;
-        const outage = outcome.error?.statusCode === 503;
-        // What is on screen stays through an outage (a change that failed reloads the list, which fails
-        // too): the change's own error says what happened, and the list is read again once it ends.
-        setState((previous) => (outage && again && previous.data !== undefined ? { ...previous, loading: false } : { data: outcome.data, error: outcome.error, loading: false }));
-        if (!outage) return void (retries.current = 0);
-        retry = setTimeout(() => setGeneration((n) => n + 1), Math.min(RETRY_FIRST_MS * 2 ** retries.current++, RETRY_LONGEST_MS));
-      },
-      (error: Error) => current && setState({ error: { statusCode: 500, name: 'internal_server_error', message: error.message }, loading: false }),
-    );
-    return () => {
-      current = false;
-      clearTimeout(retry);
-    };
-  }, [...deps, generation]);
-  const reload = useCallback(() => setGeneration((n) => n + 1), []);
-  return { ...state, data: state.data, error: state.error, reload };
-}
-
-/**
- * A change made from a list's page: `run` calls the API, keeps its error for an ErrorNote (or clears
- * the last one), reloads the list either way, and tells whether the change was made.
- */
-export function useAction(reload: () => void): [MailroomError | null, (call: () => Promise<{ error?: MailroomError }>) => Promise<boolean>] {
-  const [error, setError] = useState<MailroomError | null>(null);
-  const run = useCallback(
-    async (call: () => Promise<{ error?: MailroomError }>) => {
-      const { error } = await call();
-      setError(error ?? null);
-      reload();
-      return !error;
-    },
-    [reload],
-  );
-  return [error, run];
-}
-
-/**
- * Cursor paging kept in the URL (`?after=…` or `?before=…`), so the browser's back button and a
- * reload keep the page. `has_more` tells whether there is more in the direction of travel.
- */
-export function useCursor(): { after?: string; before?: string } {
-  const { query } = useLocation();
-  const after = query.get('after') ?? undefined;
-  const before = query.get('before') ?? undefined;
-  return { ...(after && { after }), ...(before && { before }) };
-}
-
-/**
- * Where a list page named by a cursor could not be read (its item deleted since, say): the way back to
- * the list's first page, which the pager, shown only with items, no longer gives.
- */
-export function FirstPageLink({ failed, path, extra = {} }: { failed: boolean; path: string; extra?: Record<string, string> }) {
-  const cursor = useCursor();
-  if (!failed || !(cursor.after || cursor.before)) return null;
-  const query = new URLSearchParams(extra).toString();
-  return (
-    <p>
-      <Link to={query ? `${path}?${query}` : path}>Back to the first page</Link>
-    </p>
-  );
-}
-
-export function Pager({ items, hasMore, path, extra = {} }: { items: { id: string }[]; hasMore: boolean; path: string; extra?: Record<string, string> }) {
-  const cursor = useCursor();
-  const backwards = Boolean(cursor.before);
-  const hasNext = backwards ? true : hasMore;
-  const hasPrevious = backwards ? hasMore : Boolean(cursor.after);
-  const to = (key: 'after' | 'before', id: string) => `${path}?${new URLSearchParams({ ...extra, [key]: id })}`;
-  return (
-    <nav class="pager" aria-label="Pages">
-      <button type="button" disabled={!hasPrevious || items.length === 0} onClick={() => navigate(to('before', items[0]!.id))}>
-        Previous page
-      </button>
-      <button type="button" disabled={!hasNext || items.length === 0} onClick={() => navigate(to('after', items.at(-1)!.id))}>
-        Next page
-      </button>
-    </nav>
-  );
 }
 
 export { Link };

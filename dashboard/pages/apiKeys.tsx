@@ -1,9 +1,11 @@
-// API keys: the list, a new key (its token shown once), and revoking one.
+// API keys: the list, revoking one, and a new key (its token shown once).
 import { useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
+import { List } from '../list.tsx';
+import { useLoad } from '../load.ts';
 import type { Route } from '../route.ts';
 import { useClient, useSession } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Loading, PageHeading, Select, ShownOnce, TextField, useLoad, When } from '../ui.tsx';
+import { ErrorNote, Form, PageHeading, Select, ShownOnce, TextField, When } from '../ui.tsx';
 
 type Permission = MailroomSchemas['ApiKeyPermission'];
 const PERMISSIONS: { value: Permission; label: string }[] = [
@@ -19,7 +21,6 @@ function ApiKeys() {
   const [permission, setPermission] = useState<Permission>('sending_access');
   const [created, setCreated] = useState<{ name: string; token: string } | null>(null);
   const [createError, setCreateError] = useState<MailroomError | null>(null);
-  const [revokeError, setRevokeError] = useState<MailroomError | null>(null);
 
   async function create() {
     // Trimmed, as segments' and topics' names are: a name of spaces alone is then refused as empty.
@@ -32,19 +33,34 @@ function ApiKeys() {
   }
 
   async function revoke(key: MailroomSchemas['ApiKey']) {
-    if (!confirm(`Revoke the key “${key.name}”? Requests made with it will be refused at once.`)) return;
-    const { error } = await client.DELETE('/api-keys/{api_key_id}', { params: { path: { api_key_id: key.id } } });
-    setRevokeError(error ?? null);
-    if (error) return;
+    const revoked = await client.DELETE('/api-keys/{api_key_id}', { params: { path: { api_key_id: key.id } } });
+    if (revoked.error) return revoked;
     // Revoking the key this tab signed in with ends the session: its next call would be refused.
     const check = await client.GET('/api-keys', { params: { query: { limit: 1 } } });
     if (check.error?.name === 'invalid_api_key') signOut();
-    else keys.reload();
+    return revoked;
   }
 
   return (
     <>
       <PageHeading title="API keys" />
+      <List
+        what="API keys"
+        loaded={keys}
+        empty="No API keys yet."
+        columns={[
+          { heading: 'Name', cell: (key) => key.name },
+          { heading: 'Permission', cell: (key) => PERMISSIONS.find((p) => p.value === key.permission)?.label },
+          { heading: 'Created', cell: (key) => <When iso={key.created_at} /> },
+          { heading: 'Last used', cell: (key) => <When iso={key.last_used_at} /> },
+        ]}
+        remove={{
+          verb: 'Revoke',
+          name: (key) => key.name,
+          confirm: (key) => `Revoke the key “${key.name}”? Requests made with it will be refused at once.`,
+          call: revoke,
+        }}
+      />
       <Form class="panel" onSubmit={create} aria-labelledby="new-key">
         <h2 id="new-key">New API key</h2>
         <div class="row">
@@ -55,42 +71,6 @@ function ApiKeys() {
         <button type="submit">Create API key</button>
         {created && <ShownOnce label={`API key “${created.name}”`} value={created.token} />}
       </Form>
-      <ErrorNote error={keys.error ?? revokeError} />
-      {keys.loading && !keys.data && <Loading what="API keys" />}
-      {keys.data && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Permission</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.data.map((key) => (
-              <tr key={key.id}>
-                <td>{key.name}</td>
-                <td>{PERMISSIONS.find((p) => p.value === key.permission)?.label}</td>
-                <td>
-                  <When iso={key.created_at} />
-                </td>
-                <td>
-                  <When iso={key.last_used_at} />
-                </td>
-                <td>
-                  <ActionButton class="danger" onClick={() => revoke(key)} aria-label={`Revoke ${key.name}`}>
-                    Revoke
-                  </ActionButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
     </>
   );
 }

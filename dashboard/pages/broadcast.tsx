@@ -4,10 +4,11 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { parseParts, personalize, type Recipient } from '../../server/broadcasts/placeholders.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
+import { useLoad } from '../load.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
 import { navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Link, Loading, MessageFrame, PageHeading, Select, TextArea, TextField, Unreadable, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, MessageFrame, PageHeading, Select, TextArea, TextField, Unreadable, When } from '../ui.tsx';
 
 type Broadcast = MailroomSchemas['Broadcast'];
 type Draft = Record<'name' | 'from' | 'reply_to' | 'subject' | 'preview_text' | 'segment_id' | 'topic_id' | 'html' | 'text', string>;

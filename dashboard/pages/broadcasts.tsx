@@ -1,7 +1,9 @@
 // Broadcasts: the list with each one's status, and the page of one (./broadcast.tsx).
+import { List, useCursor } from '../list.tsx';
+import { useLoad } from '../load.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ErrorNote, FirstPageLink, Link, Loading, PageHeading, Pager, useCursor, useLoad, When } from '../ui.tsx';
+import { Link, PageHeading, When } from '../ui.tsx';
 import { BroadcastPage, NewBroadcast } from './broadcast.tsx';
 
 function Broadcasts() {
@@ -13,47 +15,19 @@ function Broadcasts() {
       <PageHeading title="Broadcasts">
         <Link to="/broadcasts/new">New broadcast</Link>
       </PageHeading>
-      <ErrorNote error={list.error} />
-      <FirstPageLink failed={Boolean(list.error)} path="/broadcasts" />
-      {list.loading && <Loading what="broadcasts" />}
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Scheduled for</th>
-                <th scope="col">Sent</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((broadcast) => (
-                <tr key={broadcast.id}>
-                  <td>
-                    <Link to={`/broadcasts/${broadcast.id}`}>{broadcast.name || 'Untitled broadcast'}</Link>
-                  </td>
-                  <td>
-                    <span class={`status status-${broadcast.status}`}>{broadcast.status}</span>
-                  </td>
-                  <td>
-                    <When iso={broadcast.created_at} />
-                  </td>
-                  <td>
-                    <When iso={broadcast.scheduled_at} />
-                  </td>
-                  <td>
-                    <When iso={broadcast.sent_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {list.data.data.length === 0 && <p>No broadcasts yet.</p>}
-          <Pager items={list.data.data} hasMore={list.data.has_more} path="/broadcasts" />
-        </>
-      )}
+      <List
+        what="broadcasts"
+        loaded={list}
+        paged={{ path: '/broadcasts' }}
+        empty="No broadcasts yet."
+        columns={[
+          { heading: 'Name', cell: (broadcast) => <Link to={`/broadcasts/${broadcast.id}`}>{broadcast.name || 'Untitled broadcast'}</Link> },
+          { heading: 'Status', cell: (broadcast) => <span class={`status status-${broadcast.status}`}>{broadcast.status}</span> },
+          { heading: 'Created', cell: (broadcast) => <When iso={broadcast.created_at} /> },
+          { heading: 'Scheduled for', cell: (broadcast) => <When iso={broadcast.scheduled_at} /> },
+          { heading: 'Sent', cell: (broadcast) => <When iso={broadcast.sent_at} /> },
+        ]}
+      />
     </>
   );
 }

@@ -1,12 +1,14 @@
-// Domains: the list and a new domain; one domain's DNS records to publish, each name and value copied
+// Domains: the list, and a new domain; one domain's DNS records to publish, each name and value copied
 // with a button, its verification followed until the check ends, its tracking and TLS settings, and
 // deleting it.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
+import { List, useCursor } from '../list.tsx';
+import { useLoad } from '../load.ts';
 import type { Route } from '../route.ts';
 import { navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, Checkbox, ErrorNote, FirstPageLink, Form, Link, Loading, PageHeading, Pager, Select, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, Checkbox, ErrorNote, Form, Link, Loading, PageHeading, Select, TextField, Unreadable, When } from '../ui.tsx';
 
 type Domain = MailroomSchemas['Domain'];
 type DomainRecord = MailroomSchemas['DomainRecord'];
@@ -35,6 +37,17 @@ function Domains() {
   return (
     <>
       <PageHeading title="Domains" />
+      <List
+        what="domains"
+        loaded={list}
+        paged={{ path: '/domains' }}
+        empty="No domains yet."
+        columns={[
+          { heading: 'Name', cell: (domain) => <Link to={`/domains/${domain.id}`}>{domain.name}</Link> },
+          { heading: 'Status', cell: (domain) => <span class={`status status-${domain.status}`}>{domain.status}</span> },
+          { heading: 'Created', cell: (domain) => <When iso={domain.created_at} /> },
+        ]}
+      />
       <Form
         class="panel"
         aria-labelledby="new-domain"
@@ -53,39 +66,6 @@ function Domains() {
         </div>
         <ErrorNote error={createError} />
       </Form>
-      <ErrorNote error={list.error} />
-      <FirstPageLink failed={Boolean(list.error)} path="/domains" />
-      {list.loading && !list.data && <Loading what="domains" />}
-      {list.data && list.data.data.length > 0 && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((domain) => (
-                <tr key={domain.id}>
-                  <td>
-                    <Link to={`/domains/${domain.id}`}>{domain.name}</Link>
-                  </td>
-                  <td>
-                    <span class={`status status-${domain.status}`}>{domain.status}</span>
-                  </td>
-                  <td>
-                    <When iso={domain.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager items={list.data.data} hasMore={list.data.has_more} path="/domains" />
-        </>
-      )}
-      {list.data?.data.length === 0 && <p>No domains yet.</p>}
     </>
   );
 }

@@ -3,11 +3,13 @@
 import { useMemo, useState } from 'preact/hooks';
 import { parseTemplate, render, type Values } from '../../server/templates/render.ts';
 import type { MailroomError, MailroomSchemas } from '../api.ts';
-import type { Route } from '../route.ts';
+import { List, useCursor } from '../list.tsx';
+import { useLoad } from '../load.ts';
 import { replyToText, replyToValue } from '../replyTo.ts';
+import type { Route } from '../route.ts';
 import { navigateOnAnswer, useLeaveGuard } from '../router.tsx';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, FirstPageLink, Form, Link, Loading, MessageFrame, PageHeading, Pager, Select, TextArea, TextField, Unreadable, useCursor, useLoad, When } from '../ui.tsx';
+import { ActionButton, ErrorNote, Form, Link, Loading, MessageFrame, PageHeading, Select, TextArea, TextField, Unreadable, When } from '../ui.tsx';
 
 type Template = MailroomSchemas['Template'];
 type Variable = { key: string; type: 'string' | 'number'; fallback: string };
@@ -51,45 +53,19 @@ function Templates() {
       <PageHeading title="Templates">
         <Link to="/templates/new">New template</Link>
       </PageHeading>
-      <ErrorNote error={list.error} />
-      <FirstPageLink failed={Boolean(list.error)} path="/templates" />
-      {list.loading && <Loading what="templates" />}
-      {list.data && (
-        <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Alias</th>
-                <th scope="col">Status</th>
-                <th scope="col">Changed</th>
-                <th scope="col">Published</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.data.map((t) => (
-                <tr key={t.id}>
-                  <td>
-                    <Link to={`/templates/${t.id}`}>{t.name}</Link>
-                  </td>
-                  <td>{t.alias ?? ''}</td>
-                  <td>
-                    <span class={`status status-${t.status}`}>{t.status}</span>
-                  </td>
-                  <td>
-                    <When iso={t.updated_at} />
-                  </td>
-                  <td>
-                    <When iso={t.published_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {list.data.data.length === 0 && <p>No templates yet.</p>}
-          <Pager items={list.data.data} hasMore={list.data.has_more} path="/templates" />
-        </>
-      )}
+      <List
+        what="templates"
+        loaded={list}
+        paged={{ path: '/templates' }}
+        empty="No templates yet."
+        columns={[
+          { heading: 'Name', cell: (t) => <Link to={`/templates/${t.id}`}>{t.name}</Link> },
+          { heading: 'Alias', cell: (t) => t.alias ?? '' },
+          { heading: 'Status', cell: (t) => <span class={`status status-${t.status}`}>{t.status}</span> },
+          { heading: 'Changed', cell: (t) => <When iso={t.updated_at} /> },
+          { heading: 'Published', cell: (t) => <When iso={t.published_at} /> },
+        ]}
+      />
     </>
   );
 }

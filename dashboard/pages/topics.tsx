@@ -1,9 +1,11 @@
-// Topics: the list, a new one, deleting one.
+// Topics: the list, deleting one, and a new one.
 import { useState } from 'preact/hooks';
 import type { MailroomSchemas } from '../api.ts';
+import { List } from '../list.tsx';
+import { useAction, useLoad } from '../load.ts';
 import type { Route } from '../route.ts';
 import { useClient } from '../session.tsx';
-import { ActionButton, ErrorNote, Form, Loading, PageHeading, Select, TextField, useAction, useLoad } from '../ui.tsx';
+import { ErrorNote, Form, PageHeading, Select, TextField } from '../ui.tsx';
 
 type Subscription = MailroomSchemas['TopicSubscription'];
 type Visibility = MailroomSchemas['TopicVisibility'];
@@ -20,14 +22,26 @@ function Topics() {
   const [visibility, setVisibility] = useState<Visibility>('public');
   const [error, run] = useAction(topics.reload);
 
-  async function remove(topic: MailroomSchemas['Topic']) {
-    if (!confirm(`Delete the topic “${topic.name}”? Contacts' choices about it go with it.`)) return;
-    await run(() => client.DELETE('/topics/{topic_id}', { params: { path: { topic_id: topic.id } } }));
-  }
-
   return (
     <>
       <PageHeading title="Topics" />
+      <List
+        what="topics"
+        loaded={topics}
+        empty="No topics yet."
+        columns={[
+          { heading: 'Name', cell: (topic) => topic.name },
+          { heading: 'Description', cell: (topic) => topic.description ?? '' },
+          { heading: 'Default', cell: (topic) => (topic.default_subscription === 'opt_in' ? 'Opted in' : 'Opted out') },
+          { heading: 'Visibility', cell: (topic) => VISIBILITIES[topic.visibility] },
+        ]}
+        remove={{
+          verb: 'Delete',
+          name: (topic) => topic.name,
+          confirm: (topic) => `Delete the topic “${topic.name}”? Contacts' choices about it go with it.`,
+          call: (topic) => client.DELETE('/topics/{topic_id}', { params: { path: { topic_id: topic.id } } }),
+        }}
+      />
       <Form
         class="panel"
         aria-labelledby="new-topic"
@@ -49,39 +63,6 @@ function Topics() {
         <ErrorNote error={error} />
         <button type="submit">Create topic</button>
       </Form>
-      <ErrorNote error={topics.error} />
-      {topics.loading && !topics.data && <Loading what="topics" />}
-      {topics.data && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Description</th>
-              <th scope="col">Default</th>
-              <th scope="col">Visibility</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {topics.data.data.map((topic) => (
-              <tr key={topic.id}>
-                <td>{topic.name}</td>
-                <td>{topic.description ?? ''}</td>
-                <td>{topic.default_subscription === 'opt_in' ? 'Opted in' : 'Opted out'}</td>
-                <td>{topic.visibility === 'public' ? 'Public' : 'Private'}</td>
-                <td>
-                  <ActionButton class="danger" onClick={() => remove(topic)}>
-                    Delete<span class="visually-hidden"> {topic.name}</span>
-                  </ActionButton>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-      {topics.data?.data.length === 0 && <p>No topics yet.</p>}
     </>
   );
 }
