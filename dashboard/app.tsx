@@ -11,8 +11,9 @@ import { templateRoutes } from './pages/templates.tsx';
 import { topicRoutes } from './pages/topics.tsx';
 import { webhookRoutes } from './pages/webhooks.tsx';
 import type { Route } from './route.ts';
-import { leavingAllowed, Link, match, navigate, useLocation } from './router.tsx';
-import { checkKey, SessionProvider, useSession } from './session.tsx';
+import { Link, match, navigate, useLocation } from './router.tsx';
+import { Sections } from './sections.tsx';
+import { checkKey, SessionProvider } from './session.tsx';
 import { ErrorNote, PageHeading, TextField, useFocusKept } from './ui.tsx';
 import type { MailroomError } from './api.ts';
 
@@ -29,19 +30,6 @@ const ROUTES: Route[] = [
   ...apiKeyRoutes,
 ];
 
-const SECTIONS = [
-  ['/contacts', 'Contacts'],
-  ['/segments', 'Segments'],
-  ['/topics', 'Topics'],
-  ['/broadcasts', 'Broadcasts'],
-  ['/emails', 'Emails'],
-  ['/templates', 'Templates'],
-  ['/domains', 'Domains'],
-  ['/webhooks', 'Webhooks'],
-  ['/suppressions', 'Suppressions'],
-  ['/api-keys', 'API keys'],
-] as const;
-
 export function App() {
   return (
     <SessionProvider signIn={(onSignedIn, ended) => <SignIn onSignedIn={onSignedIn} ended={ended} />}>
@@ -51,7 +39,6 @@ export function App() {
 }
 
 function Frame() {
-  const { signOut } = useSession();
   useFocusKept();
   const { path: at } = useLocation();
   // The dashboard's root is the contacts page; its URL says so once the page has rendered.
@@ -65,21 +52,7 @@ function Frame() {
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <nav class="sections" aria-label="Sections">
-        <p class="brand">Mailroom</p>
-        <ul>
-          {SECTIONS.map(([to, label]) => (
-            <li key={to}>
-              <Link to={to} current={path === to || path.startsWith(`${to}/`)}>
-                {label}
-              </Link>
-            </li>
-          ))}
-        </ul>
-        <button type="button" class="sign-out" onClick={() => leavingAllowed() && signOut()}>
-          Sign out
-        </button>
-      </nav>
+      <Sections path={path} />
       <main id="main" tabIndex={-1}>
         {found ? <found.route.page {...found.params!} key={path} /> : <NotFound />}
       </main>
