@@ -1,58 +1,74 @@
-// Batch validation, ahead of express-openapi-validator's request check. That check would reject a whole
-// batch for one bad email, but permissive mode must send the good ones. So the batch is checked here
-// against the contract's own EmailBatch schema (compiled from openapi.yaml) and, only if that fails,
-// email by email against BatchEmail, to tell the bad ones apart (one check of the whole batch costs
-// a third of a hundred checks of one email). Every email is then held to the rules no schema can state
-// (composeEmail). In strict mode the first bad email rejects the request; in permissive mode the bad
-// ones are set aside with their index and the request goes on with only the good ones, which then pass
-// the validator's check of the whole request as usual. What is not an array of 1 to 100 emails, or has
-// a bad header, is left for the validator to refuse as a whole.
+// A batch's emails, judged one by one. express-openapi-validator's request check would refuse a whole
+// batch for one bad email, but permissive mode must send the good ones, so `batchTriage` runs just
+// ahead of that check: it holds each email to the contract's own BatchEmail schema (compiled from
+// openapi.yaml; the whole EmailBatch first, as one check of the batch costs a third of a hundred checks
+// of one email) and hands on only the emails that pass, which the request check then sees as usual.
+// In strict mode, or when no email passes, the first refusal refuses the request. What is not an
+// array of 1 to 100 emails, or has a bad header, is left for the request check to refuse as a whole.
+// `composeBatch`, called by the operation's handler once the key is known, holds the emails left to
+// the rules no schema can state (composeEmail), in the same two modes.
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { RequestHandler } from 'express';
 import type { Schemas } from '../api.ts';
-import type { OpenApiDocument } from '../contract.ts';
-import { resolveRef } from '../contract.ts';
+import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { describeSchemaErrors, invalid } from '../http/errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
-import type { Store } from '../store/index.ts';
-import { composeEmail, memoized, type OutgoingEmail } from './compose.ts';
+import { composeEmail, type FindTemplate, type OutgoingEmail } from './compose.ts';
+
+type BatchMode = 'strict' | 'permissive';
 
 export interface TriagedBatch {
-  mode: 'strict' | 'permissive';
-  accepted: EmailRecord[];
+  mode: BatchMode;
+  /** The body as it came, which an idempotency key's fingerprint covers. */
+  given: unknown[];
+  /** For each email handed on, its index in the batch as it came. */
+  indices: number[];
+  /** The emails set aside, in permissive mode. */
   errors: Schemas['BatchItemError'][];
 }
 
 /** `validateBatch` and `validateEmail` check EmailBatch and BatchEmail, with the same rules. */
-export function batchValidation(spec: OpenApiDocument, store: Store, validateBatch: ValidateFunction, validateEmail: ValidateFunction): RequestHandler {
+export function batchTriage(spec: OpenApiDocument, validateBatch: ValidateFunction, validateEmail: ValidateFunction): RequestHandler {
   const batch = resolveRef(spec, { $ref: '#/components/schemas/EmailBatch' });
   const modes: string[] = resolveRef(spec, { $ref: '#/components/parameters/BatchValidation' }).schema.enum;
+  const path = operationsOf(spec).find(({ operation }) => operation.operationId === 'sendBatchEmails')!.path;
 
-  return async (req, res, next) => {
-    if (req.openapi?.schema?.operationId !== 'sendBatchEmails') return next();
+  return (req, res, next) => {
+    if (req.method !== 'POST' || req.path !== path) return next();
     const items: unknown = req.body;
     const mode = req.get('x-batch-validation') ?? 'strict';
     if (!Array.isArray(items) || items.length < batch.minItems || items.length > batch.maxItems || !modes.includes(mode)) return next();
-
-    const findTemplate = memoized((id) => store.templates.find(id));
-    const now = new Date();
-    const triaged: TriagedBatch = { mode: mode as TriagedBatch['mode'], accepted: [], errors: [] };
+    const triaged: TriagedBatch = { mode: mode as BatchMode, given: items, indices: [...items.keys()], errors: [] };
+    res.locals.batch = triaged;
+    if (validateBatch(items)) return next();
     const kept: unknown[] = [];
-    const allValid = validateBatch(items);
-    for (const [index, item] of items.entries()) {
-      const composed = allValid || validateEmail(item) ? await composeEmail(item as OutgoingEmail, findTemplate, now) : describeSchemaErrors(validateEmail.errors!);
-      if (typeof composed === 'string') {
-        if (mode === 'strict') throw invalid(`emails[${index}]: ${composed}`);
-        triaged.errors.push({ index, message: composed });
-      } else {
-        triaged.accepted.push(composed);
+    triaged.indices = [];
+    for (const [index, item] of (items as unknown[]).entries()) {
+      if (validateEmail(item)) {
         kept.push(item);
+        triaged.indices.push(index);
+      } else {
+        const message = describeSchemaErrors(validateEmail.errors!);
+        if (mode === 'strict') throw invalid(`emails[${index}]: ${message}`);
+        triaged.errors.push({ index, message });
       }
     }
-    res.locals.batch = triaged;
-    // Nothing left to send: the answer is already known, and an empty batch would not pass the contract.
-    if (kept.length === 0) return void res.json({ data: [], errors: triaged.errors });
+    if (kept.length === 0) throw invalid(`emails[0]: ${triaged.errors[0]!.message}`);
     req.body = kept;
     next();
   };
+}
+
+/** The triaged batch's emails, composed: those to store, and in permissive mode every one refused, in the batch's order. */
+export async function composeBatch(emails: OutgoingEmail[], triaged: TriagedBatch, findTemplate: FindTemplate, now: Date): Promise<{ accepted: EmailRecord[]; errors: Schemas['BatchItemError'][] }> {
+  const accepted: EmailRecord[] = [];
+  const errors = [...triaged.errors];
+  for (const [at, email] of emails.entries()) {
+    const index = triaged.indices[at]!;
+    const composed = await composeEmail(email, findTemplate, now);
+    if (typeof composed !== 'string') accepted.push(composed);
+    else if (triaged.mode === 'strict') throw invalid(`emails[${index}]: ${composed}`);
+    else errors.push({ index, message: composed });
+  }
+  return { accepted, errors: errors.sort((a, b) => a.index - b.index) };
 }

@@ -5,7 +5,7 @@
 // key back. Keys belong to their owner: this server has one account and no teams, so the owner is the
 // API key that sent the request, and two keys using the same Idempotency-Key never meet.
 import { createHash } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
@@ -31,7 +31,11 @@ export interface IdempotencyClaim extends HeldClaim {
 export const concurrentRequest = () =>
   new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
 
-export function idempotency(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction, store: Store, logger: Logger): RequestHandler {
+/**
+ * `claim` holds a request's key (after auth: keys are the API key's own); `refuseFirst`, after the
+ * request check, says what is wrong with the key itself ahead of anything the check found.
+ */
+export function idempotency(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction, store: Store, logger: Logger): { claim: RequestHandler; refuseFirst: ErrorRequestHandler } {
   const parameter = resolveRef(spec, { $ref: `#${PARAMETER}` });
   const validKey = compile(`${PARAMETER}/schema`);
   const { minLength, maxLength } = resolveRef(spec, parameter.schema);
@@ -43,21 +47,27 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
   );
 
   const HEADER = (parameter.name as string).toLowerCase();
-  return async (req, res, next) => {
+  const keyRefusal = (req: Request) => {
     const key = req.get(parameter.name as string);
-    if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
+    if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return undefined;
     // Node joins a header given twice into one value, `a, b`: a key of its own the client never sent.
     if (givenMoreThanOnce(req.rawHeaders, HEADER)) {
-      throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` is given more than once; give it once.`);
+      return new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` is given more than once; give it once.`);
     }
-    if (!validKey(key)) {
-      throw new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
-    }
+    if (!validKey(key)) return new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
+    return undefined;
+  };
+  const refuseFirst: ErrorRequestHandler = (err, req, _res, next) => next(keyRefusal(req) ?? err);
+  const claim: RequestHandler = async (req, res, next) => {
+    const key = req.get(parameter.name as string);
+    if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
+    const refusal = keyRefusal(req);
+    if (refusal) throw refusal;
     const scope = `${req.method} ${req.openapi?.openApiRoute}`;
     const owner = res.locals.apiKey?.id;
     if (!owner) throw new Error('idempotency runs after authentication');
     const fingerprint = createHash('sha256')
-      .update(canonicalJson(req.body))
+      .update(canonicalJson(res.locals.batch?.given ?? req.body))
       .update(`\n${req.get('x-batch-validation') ?? 'strict'}`)
       .digest('hex');
     const result = await store.idempotency.claim({ owner, scope, key }, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
@@ -74,6 +84,7 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
     if (held.state === 'in_flight') throw concurrentRequest();
     res.status(held.response_status!).json(JSON.parse(held.response_body!));
   };
+  return { claim, refuseFirst };
 }
 
 /**

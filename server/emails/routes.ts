@@ -13,6 +13,7 @@ import type { Store } from '../store/index.ts';
 import { cursorOf, listing } from '../http/paging.ts';
 import { sendTime } from '../schedule.ts';
 import { withFetchedContent, type AttachmentPathOptions } from './attachmentPath.ts';
+import { composeBatch } from './batch.ts';
 import { attachmentsOf, composeEmail, memoized } from './compose.ts';
 import { concurrentRequest } from './idempotency.ts';
 import { toTimeline } from './timeline.ts';
@@ -43,11 +44,14 @@ export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attach
     res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, attachments)));
   };
 
-  const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (_req, res) => {
-    const { mode, accepted, errors } = res.locals.batch!;
+  const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (req, res) => {
+    const triaged = res.locals.batch!;
+    const { accepted, errors } = await composeBatch(req.body, triaged, memoized((id) => store.templates.find(id)), new Date());
     await senders.check(accepted.map((email) => email.from_address), res.locals.apiKey);
     const data = accepted.map(({ id }) => ({ id }));
-    res.json(await accept(res, accepted, mode === 'permissive' ? { data, errors } : { data }));
+    const body = triaged.mode === 'permissive' ? { data, errors } : { data };
+    // Every email refused by the rules no schema states: nothing to store, and nothing to wait for.
+    res.json(accepted.length === 0 ? body : await accept(res, accepted, body));
   };
 
   const getEmail: OperationHandler<'getEmail'> = async (req, res) => {

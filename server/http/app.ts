@@ -1,21 +1,19 @@
-// The HTTP app: request log → CORS (preflights answered here) → contract pages, metrics and the dashboard → JSON body parser (nesting bounded; its refusal held) → HEAD taken as GET → the validator's
-// routing (req.openapi, 404, 405) → the validator's response check, live for every response from here on
-// → auth (key, rate limit, role) → the held refusal of the body → idempotency → batch triage → integer query parameters written as integers → the validator's request check → refusal of text the
-// stores cannot keep → the matched operation's handler (server/operationRouter.ts) → one error handler (twice: see server/errors.ts).
-//
-// Why the validator (express-openapi-validator) is taken apart: auth must answer 401/403 before any
-// body is judged, batch triage must set a permissive batch's bad emails aside before the whole batch is
-// checked, and every response from auth on, errors and early answers included, must pass the response
-// check. The validator has no hook between matching an operation and checking its request, so
-// validatorParts() splits its middleware list by function name; test/server/validator-wiring.test.ts
-// pins those names and this order's behaviour, and fails first if an upgrade changes them.
+// The HTTP app, one way through:
+//   request log → CORS (preflights answered here) → contract pages, metrics and the dashboard
+//   → JSON body parser (nesting bounded; a refusal is held until the operation is known)
+//   → HEAD taken as GET, exact paths, a batch's emails triaged (server/emails/batch.ts)
+//   → express-openapi-validator, mounted whole as its documentation shows: routing (req.openapi, 404,
+//     405), the request check, and the response check, live for every response from there on
+//   → auth (key, rate limit, role) → idempotency → the matched operation's handler (operationRouter.ts)
+//   → one error handler (twice: see errors.ts).
+// The validator judges a request before its key is: the contract is public, and what the check says
+// of a body tells a stranger nothing the contract does not; every answer from auth on is checked.
 //
 // One set of rules: the request check, the response check and server/contract.ts's schemaCompiler
 // (batch emails, merged contact properties, the streamed contact list) all use AJV_OPTIONS and FORMATS
 // from server/contract.ts, so what a request may carry is always what a response may return.
 import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { OpenApiValidatorOpts } from 'express-openapi-validator/dist/openapi.validator.js';
 import type { Logger } from 'pino';
 import { apiKeyHandlers } from '../apiKeys/routes.ts';
 import { audienceHandlers } from '../audiences/routes.ts';
@@ -32,18 +30,17 @@ import { contactHandlers } from '../contacts/routes.ts';
 import { contactStream } from '../contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from '../contract.ts';
 import { errorHandler } from './errors.ts';
-import { holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
+import { heldBodyFirst, holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
 import { createMetrics } from '../metrics.ts';
 import { refuseLooseIntegers } from './queryIntegers.ts';
 import { requestLog } from './requestLog.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
-import { batchValidation } from '../emails/batch.ts';
+import { batchTriage } from '../emails/batch.ts';
 import { idempotency } from '../emails/idempotency.ts';
 import { emailHandlers } from '../emails/routes.ts';
-import { notServed, operationRouter } from './operationRouter.ts';
+import { exactPaths, notServed, operationRouter } from './operationRouter.ts';
 import { contractRoutes, healthHandlers, PAGE_PATHS } from './operations.ts';
 import { rateLimit } from './rateLimit.ts';
-import { compileRoutePatternsOnce } from './routePatterns.ts';
 import { memberList, segmentHandlers } from '../segments/routes.ts';
 import { suppressionHandlers } from '../suppressions/routes.ts';
 import { templateHandlers } from '../templates/routes.ts';
@@ -58,7 +55,7 @@ export interface AppOptions {
   spec: OpenApiDocument;
   store: Store;
   logger: Logger;
-  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks' | 'attachmentPaths'>;
+  config: Pick<Config, 'bodyLimit' | 'rateLimitPerSecond' | 'authFailuresPerMinute' | 'streamStallTimeoutMs' | 'corsOrigins' | 'metrics' | 'webhooks' | 'attachmentPaths'>;
   /** What unsubscribe links are made and checked with. */
   links: UnsubscribeLinks;
   /** What attachment download links are made and checked with. */
@@ -93,29 +90,26 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   );
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm(spec));
-  compileRoutePatternsOnce();
-  const { routing, checkRequest, checkResponse } = validatorParts(OpenApiValidator.middleware(validatorOptions(spec)));
   const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
   const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
   const isFilename = compile('/components/schemas/Attachment/properties/filename');
   const attachmentPaths = { ...config.attachmentPaths, maxBytes: bytesOf(config.bodyLimit), isFilename: (name: string) => isFilename(name) };
   const listMembers = memberList(store, streamContacts);
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'), listMembers);
+  app.use(inSequence(headAsGet, notServed, exactPaths, batchTriage(spec, checkOf('EmailBatch'), checkOf('BatchEmail'))));
+  const looseIntegers = refuseLooseIntegers(spec);
+  const idempotencyKeys = idempotency(spec, compile, store, logger);
+  // Refusals that are clearer than what the request check finds in the same request go first.
+  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, idempotencyKeys.refuseFirst);
   app.use(
     inSequence(
-      headAsGet,
-      notServed,
-      ...routing,
-      checkResponse,
-      authenticate(spec, store, logger),
+      refuseHeldBody,
+      looseIntegers.refuse,
+      refuseUnstorableText,
+      authenticate(spec, store, logger, config.authFailuresPerMinute),
       config.rateLimitPerSecond > 0 ? rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally) : undefined,
       authorize(spec),
-      refuseHeldBody,
-      idempotency(spec, compile, store, logger),
-      batchValidation(spec, store, checkOf('EmailBatch'), checkOf('BatchEmail')),
-      refuseLooseIntegers(spec),
-      checkRequest,
-      refuseUnstorableText,
+      idempotencyKeys.claim,
       extraRoutes,
       operationRouter(spec, {
         ...healthHandlers(store),
@@ -139,7 +133,7 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   return app;
 }
 
-export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
+export function validatorOptions(spec: OpenApiDocument): Parameters<typeof OpenApiValidator.middleware>[0] {
   const form = formBounds(spec);
   return {
     apiSpec: structuredClone(spec) as never,
@@ -153,18 +147,6 @@ export function validatorOptions(spec: OpenApiDocument): OpenApiValidatorOpts {
     fileUploader: { limits: { files: 0, fileSize: 0, parts: form.fields, fields: form.fields, fieldNameSize: 100, fieldSize: form.fieldLength, headerPairs: 20 } },
     ...VALIDATOR_FORMATS, // the formats schemaCompiler uses
   };
-}
-
-/** The validator's middleware list in the three parts createApp mounts apart (see the top of this file). */
-export function validatorParts(validator: RequestHandler[]): { routing: RequestHandler[]; checkRequest: RequestHandler; checkResponse: RequestHandler } {
-  const part = (name: string) => {
-    const found = validator.find((middleware) => middleware.name === name);
-    if (!found) throw new Error(`express-openapi-validator has no ${name} any more; revisit createApp`);
-    return found;
-  };
-  const checkRequest = part('requestMiddleware');
-  const checkResponse = part('responseMiddleware');
-  return { routing: validator.filter((middleware) => middleware !== checkRequest && middleware !== checkResponse), checkRequest, checkResponse };
 }
 
 /**

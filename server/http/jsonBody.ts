@@ -3,7 +3,7 @@
 // request the contract describes nests more than a handful of levels. One linear pass over the bytes,
 // counting brackets outside strings, refuses such a body with 400 invalid_json first.
 import { isUtf8 } from 'node:buffer';
-import express, { type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
 import { bytesOf } from '../config.ts';
 import { ApiError } from './errors.ts';
 
@@ -99,8 +99,8 @@ function utf8(body: Buffer, encoding: string): Uint8Array {
 
 /**
  * `parse`, holding its refusal of a body (malformed, nested too deep, not text, an unknown encoding)
- * until refuseHeldBody runs, after auth: a request without a valid key is answered 401 or 403 before
- * its body is judged, as every other request is. A body over the limit is refused at once all the same.
+ * until the operation is known: only an operation that takes a JSON body has it judged. A body over
+ * the limit is refused at once all the same.
  */
 export function holdingRefusal(parse: RequestHandler): RequestHandler {
   return (req, res, next) =>
@@ -110,13 +110,18 @@ export function holdingRefusal(parse: RequestHandler): RequestHandler {
     });
 }
 
+const takesJson = (req: Request) => {
+  const content = (req.openapi?.schema as { requestBody?: { content?: Record<string, unknown> } } | undefined)?.requestBody?.content;
+  return content !== undefined && 'application/json' in content;
+};
+
 /**
- * Only an operation that takes a JSON body has it judged. One that takes a form (the one-click
+ * The held refusal, for an operation that takes JSON. One that takes a form (the one-click
  * unsubscribe) refuses a JSON one for its media type, 415, in the request check, however the JSON
  * reads; one that takes no body at all (a cancel, a publish) ignores whatever came, as it would any
  * other bytes: its contract declares no 400.
  */
-export const refuseHeldBody: RequestHandler = (req, res, next) => {
-  const content = (req.openapi?.schema as { requestBody?: { content?: Record<string, unknown> } } | undefined)?.requestBody?.content;
-  next(content && 'application/json' in content ? res.locals.bodyRefusal : undefined);
-};
+export const refuseHeldBody: RequestHandler = (req, res, next) => next(takesJson(req) ? res.locals.bodyRefusal : undefined);
+
+/** The request check finds no body where the parser refused one: the parser's reason is the one to give. */
+export const heldBodyFirst: ErrorRequestHandler = (err, req, res, next) => next(res.locals.bodyRefusal !== undefined && takesJson(req) ? res.locals.bodyRefusal : err);

@@ -1,10 +1,13 @@
 // What the middlewares hand on to later ones, in `res.locals` and in the validator's `req.openapi`,
 // declared once so that every read is typed. A global declaration: tsconfig includes server/, so no
 // file needs to import this one.
-import type { OpenApiRequestMetadata } from 'express-openapi-validator/dist/framework/types.js';
+import type { middleware } from 'express-openapi-validator';
 import type { TriagedBatch } from '../emails/batch.ts';
 import type { IdempotencyClaim } from '../emails/idempotency.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
+
+/** What the validator's routing sets on a request, as the types of its public `middleware` give it. */
+type OpenApiRequestMetadata = NonNullable<Parameters<ReturnType<typeof middleware>[number]>[0]['openapi']>;
 
 declare global {
   namespace Express {
@@ -15,13 +18,13 @@ declare global {
     interface Locals {
       /** The request's x-request-id, repeated in every log line about it. */
       reqId: string;
-      /** Why the body parser refused the body, held until auth has judged the request (server/jsonBody.ts). */
+      /** Why the body parser refused the body, held until the operation is known (server/http/jsonBody.ts). */
       bodyRefusal?: unknown;
       /** The authenticated key, from authenticate() on. */
       apiKey?: ApiKeyRecord;
       /** The Idempotency-Key claim this request holds, if it sent one. */
       idempotency?: IdempotencyClaim;
-      /** A send batch after triage: the emails to store and, in permissive mode, the ones set aside. */
+      /** A send batch after triage: where its emails came from, and in permissive mode the ones set aside. */
       batch?: TriagedBatch;
     }
   }

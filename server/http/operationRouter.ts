@@ -19,6 +19,13 @@ export type Handlers = { [Op in OperationId]?: OperationHandler<Op> | RequestHan
  */
 const NOT_SERVED = new Set(['/contacts/imports', '/emails/metrics', '/emails/receiving', '/domains/claim']);
 
+/**
+ * A path is what the contract writes, letter for letter (RFC 3986): `/emails/` is not `/emails`, whose
+ * list would answer an SDK asking for the email with the id "", and `/emails//batch` is no path of it.
+ */
+export const exactPaths: RequestHandler = (req, _res, next) =>
+  next(req.path !== '/' && (req.path.endsWith('/') || req.path.includes('//')) ? new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`) : undefined);
+
 export const notServed: RequestHandler = (req, _res, next) => next(NOT_SERVED.has(req.path) ? new ApiError(404, 'not_found', `No route for ${req.method} ${req.path}.`) : undefined);
 
 export function operationRouter(spec: OpenApiDocument, handlers: Handlers): RequestHandler {

@@ -1,13 +1,14 @@
 // A query parameter the contract types as an integer must be written as one. The request check coerces
 // query strings with Number(), which also reads `0x10`, `1e1`, `1.0` and ` 1`: each would pass as a
-// number its sender may not have meant. Checked on the query as parsed, before the request check.
-import type { RequestHandler } from 'express';
+// number its sender may not have meant. Checked on the query as it was sent, and ahead of whatever the
+// request check found (Number(' ') is 0: "must be between 1 and 100" would mislead).
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
 import { invalid } from './errors.ts';
 
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
 
-export function refuseLooseIntegers(spec: OpenApiDocument): RequestHandler {
+export function refuseLooseIntegers(spec: OpenApiDocument): { refuse: RequestHandler; refuseFirst: ErrorRequestHandler } {
   // By operationId, the names of its integer query parameters.
   const integers = new Map(
     operationsOf(spec).map(({ operation }) => [
@@ -18,13 +19,16 @@ export function refuseLooseIntegers(spec: OpenApiDocument): RequestHandler {
         .map((parameter) => parameter.name as string),
     ]),
   );
-  return (req, _res, next) => {
-    for (const name of integers.get(req.openapi?.schema?.operationId ?? '') ?? []) {
-      // As the query parser read it, before the request check coerces it. A repeated (an array) or
-      // empty parameter is the request check's to refuse, with its own words.
-      const value = req.query[name];
-      if (typeof value === 'string' && value !== '' && !INTEGER.test(value)) throw invalid(`The \`${name}\` must be an integer.`);
-    }
-    next();
+  const looseInteger = (req: Request) => {
+    const names = integers.get(req.openapi?.schema?.operationId ?? '') ?? [];
+    if (names.length === 0) return undefined;
+    const sent = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
+    // A repeated or empty parameter is the request check's to refuse, in its own words.
+    const name = names.find((name) => sent.getAll(name).length === 1 && sent.get(name) !== '' && !INTEGER.test(sent.get(name)!));
+    return name === undefined ? undefined : invalid(`The \`${name}\` must be an integer.`);
+  };
+  return {
+    refuse: (req, _res, next) => next(looseInteger(req)),
+    refuseFirst: (err, req, _res, next) => next(looseInteger(req) ?? err),
   };
 }
