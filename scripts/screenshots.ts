@@ -1,6 +1,7 @@
-// `npm run screenshots`: every dashboard page at 1280×800, from a server seeded with believable data,
-// written to generated/screenshots/<page>.png. Runs the built server (`npm run build` first) as a
-// process on 127.0.0.1 with a fresh SQLite file and capture delivery, so sent mail has its events.
+// `npm run screenshots`: every dashboard page at 1280×800, and some at a phone's 390 px, from a server
+// seeded with believable data, written to generated/screenshots/<page>.png. Runs the built server
+// (`npm run build` first) as a process on 127.0.0.1 with a fresh SQLite file and capture delivery, so
+// sent mail has its events.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -106,6 +107,18 @@ try {
     await page.screenshot({ path: join(out, `${name}.png`) });
     console.log(`generated/screenshots/${name}.png`);
   }
+  // A phone's width: the list pages as cards, and the sections' menu opened.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, path] of pages.filter(([name]) => ['contacts', 'emails', 'webhooks', 'suppressions'].includes(name))) {
+    await page.goto(`${server.url}/dashboard${path}`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('[role=status] progress').length === 0);
+    await page.screenshot({ path: join(out, `${name}-390.png`) });
+    console.log(`generated/screenshots/${name}-390.png`);
+  }
+  await page.getByRole('button', { name: 'Menu' }).click();
+  await page.screenshot({ path: join(out, 'menu-390.png') });
+  console.log('generated/screenshots/menu-390.png');
 } finally {
   await browser.close();
   server.child.kill('SIGTERM');
