@@ -53,7 +53,7 @@ export function List<T extends { id: string }>({
 }) {
   const [actionError, run] = useAction(loaded.reload);
   const items = loaded.data?.data;
-  const acts = Boolean(actions || remove);
+  const hasActions = Boolean(actions || remove);
   return (
     <>
       <ErrorNote error={loaded.error ?? error ?? actionError} />
@@ -70,7 +70,7 @@ export function List<T extends { id: string }>({
                     {column.heading}
                   </th>
                 ))}
-                {acts && (
+                {hasActions && (
                   <th scope="col">
                     <span class="visually-hidden">Actions</span>
                   </th>
@@ -85,7 +85,7 @@ export function List<T extends { id: string }>({
                       {column.cell(item)}
                     </td>
                   ))}
-                  {acts && (
+                  {hasActions && (
                     <td class="row-actions">
                       <div class="actions">
                         {actions?.(item, run)}
