@@ -22,6 +22,8 @@ export interface Config {
   bodyLimit: string;
   /** Requests per second allowed per API key (Resend's default is 10); 0 turns rate limiting off. */
   rateLimitPerSecond: number;
+  /** Failed authentications (no key, a wrong one) allowed per client address a minute, then 429; 0 turns this off. */
+  authFailuresPerMinute: number;
   /** An smtp:// or smtps:// relay; unset (or SMTP_URL=capture:), messages are captured in the store. */
   smtpUrl: string | undefined;
   /** SMTP_URL=capture: asks for capture: in production, nothing less does (see refuseUnsentMail). */
@@ -194,6 +196,9 @@ const VARIABLES = {
     '4mb',
   ),
   RATE_LIMIT_PER_SECOND: variable(whole(), 10),
+  // A person who mistypes a key, or a script started with a wrong one, stays well under it; a client
+  // retrying a wrong key in a loop passes it at once.
+  AUTH_FAILURES_PER_MINUTE: variable(whole(), 30),
   // `capture:` keeps messages in the store, as unset does: production needs it said (refuseUnsentMail).
   SMTP_URL: optional((value) =>
     value.toLowerCase() === CAPTURE ? CAPTURE : url(['smtp:', 'smtps:'], { host: true, or: CAPTURE })(value),
@@ -297,6 +302,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     bodyLimit: e.BODY_LIMIT,
     rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
+    authFailuresPerMinute: e.AUTH_FAILURES_PER_MINUTE,
     smtpUrl: e.SMTP_URL === CAPTURE ? undefined : e.SMTP_URL,
     captureAsked: e.SMTP_URL === CAPTURE,
     smtpFinal: e.SMTP_FINAL === 'true',

@@ -8,6 +8,7 @@ import { givenMoreThanOnce } from './repeatedHeader.ts';
 import type { Logger } from 'pino';
 import { failureLevel } from '../store/database.ts';
 import type { Store } from '../store/index.ts';
+import { authFailureLimit } from './rateLimit.ts';
 
 const ROLES: Record<Permission, readonly string[]> = {
   full_access: ['full_access', 'sending_access'],
@@ -18,19 +19,25 @@ type SecurityRequirement = Record<string, string[]>;
 
 const securityOf = (spec: OpenApiDocument, req: Request): SecurityRequirement[] => req.openapi?.schema?.security ?? ((spec.security ?? []) as SecurityRequirement[]);
 
-/** Finds the API key of an operation that needs one: 401 without one, 403 for one unknown or revoked. */
-export function authenticate(spec: OpenApiDocument, store: Store, logger: Logger): RequestHandler {
+/**
+ * Finds the API key of an operation that needs one: 401 without one, 403 for one unknown or revoked;
+ * past `failuresPerMinute` such failures from one client address, 429 (0: never).
+ */
+export function authenticate(spec: OpenApiDocument, store: Store, logger: Logger, failuresPerMinute = 0): RequestHandler {
+  const limit = failuresPerMinute > 0 ? authFailureLimit(failuresPerMinute, store, logger) : undefined;
   return async (req, res, next) => {
     if (securityOf(spec, req).length === 0) return next();
+    // Answered as it is, or with 429 once its address has failed too often.
+    const refusal = async (failure: ApiError) => (limit ? limit(req.socket.remoteAddress, failure) : failure);
     // Node keeps the first of two; a proxy in front may read the last: who is asking must be plain.
-    if (givenMoreThanOnce(req.rawHeaders, 'authorization')) throw new ApiError(403, 'invalid_api_key', 'The Authorization header is given more than once: give the API key once.');
+    if (givenMoreThanOnce(req.rawHeaders, 'authorization')) throw await refusal(new ApiError(403, 'invalid_api_key', 'The Authorization header is given more than once: give the API key once.'));
     const key = /^Bearer\s+(\S+)\s*$/i.exec(req.get('authorization') ?? '')?.[1];
     if (!key) {
-      throw new ApiError(401, 'missing_api_key', 'Missing API key in the authorization header. Use `Authorization: Bearer re_...`.');
+      throw await refusal(new ApiError(401, 'missing_api_key', 'Missing API key in the authorization header. Use `Authorization: Bearer re_...`.'));
     }
     const record = await store.apiKeys.findByToken(key);
     if (!record || record.revoked_at !== null) {
-      throw new ApiError(403, 'invalid_api_key', 'API key is invalid.');
+      throw await refusal(new ApiError(403, 'invalid_api_key', 'API key is invalid.'));
     }
     res.locals.apiKey = record;
     // Last use is kept to the minute, so a key is written at most about once a minute, not per request;
