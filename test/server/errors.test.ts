@@ -302,7 +302,7 @@ describe.each(backends)('errors on %s', (backend) => {
       await new Promise((r) => setTimeout(r, 20));
       const logged = JSON.stringify(server.logs);
       for (const secret of secrets) expect(logged).not.toContain(secret);
-      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/%75nsubscribe/…?x=1' }));
+      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/%75nsubscribe/…' }));
       expect(server.logs).toContainEqual(expect.objectContaining({ url: '/contacts?api_key=…&limit=1' }));
     });
 
