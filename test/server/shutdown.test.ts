@@ -5,6 +5,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,6 +28,13 @@ async function database(backend: Backend): Promise<{ env: Record<string, string>
   if (backend === 'sqlite') return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => {} };
   const schema = await namedSchema();
   return { env: { DATA_DIR: dataDir, DATABASE_URL: schema.url }, applicationName: schema.applicationName, drop: schema.drop };
+}
+
+/** Bytes waiting in the kernel for `socket` to read them (Linux's /proc/net/tcp; -1 when not found). */
+async function receiveQueue(socket: Socket): Promise<number> {
+  const local = `0100007F:${socket.localPort!.toString(16).toUpperCase().padStart(4, '0')}`;
+  const line = (await readFile('/proc/net/tcp', 'utf8')).split('\n').find((row) => row.trim().split(/\s+/)[1] === local);
+  return line ? parseInt(line.trim().split(/\s+/)[4]!.split(':')[1]!, 16) : -1;
 }
 
 describe.each(backends)('SIGTERM with clients that never read, on %s', (backend: Backend) => {
@@ -52,6 +60,36 @@ describe.each(backends)('SIGTERM with clients that never read, on %s', (backend:
       // The stalled clients never read a byte: the process did not wait for them.
       expect(readers.every((reader) => reader.bytesRead === 0)).toBe(true);
       readers.forEach((reader) => reader.destroy());
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('exits 0 once the grace period is over while a client never reads its contact list, the stall cut-off off', async () => {
+    const GRACE_MS = 1500;
+    /** Room for the drain, the store's close and the process's exit on a busy two-core machine. */
+    const MARGIN_MS = 8000;
+    const db = await database(backend);
+    try {
+      const store = await openStore({ dataDir: db.env.DATA_DIR!, databaseUrl: db.env.DATABASE_URL || undefined });
+      await seedContacts({ store }, 20_000);
+      await store.close();
+      // With the stall cut-off off, only the grace period can end this client's response.
+      const server = await startServerProcess({ ...db.env, SHUTDOWN_GRACE_MS: String(GRACE_MS), STREAM_STALL_TIMEOUT_MS: '0' });
+      const reader = await stalledReader(server.url, listRequest());
+      // The list is on its way: the client's receive queue fills, and it reads none of it.
+      await eventually(async () => (await receiveQueue(reader)) > 0, 'the list reaches the client', 200);
+      const asked = performance.now();
+      server.child.kill('SIGTERM');
+      const deadline = sleep(GRACE_MS + MARGIN_MS).then(() => `still running ${GRACE_MS + MARGIN_MS} ms after SIGTERM`);
+      try {
+        expect(await Promise.race([server.exited, deadline])).toBe(0);
+      } finally {
+        server.child.kill('SIGKILL');
+      }
+      expect(performance.now() - asked).toBeGreaterThanOrEqual(GRACE_MS - 100); // the response in flight was given its grace
+      expect(server.output()).toContain('shutdown grace period over');
+      reader.destroy();
     } finally {
       await db.drop();
     }
