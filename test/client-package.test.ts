@@ -90,7 +90,7 @@ let installed: string[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mailroom-client-package-'));
-  // Packed once for every suite by the global setup (test/support/build.ts).
+  // Packed once for every suite by the global setup (test/support/client-package.ts).
   const { tarball } = inject('clientPackage');
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
   await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: dir, env });

@@ -51,7 +51,7 @@ let browser: Browser | undefined;
 beforeAll(async () => {
   if (!present) return;
   const built = await build({
-    // The package as published: packed once by the global setup (test/support/build.ts) and unpacked
+    // The package as published: packed once by the global setup (test/support/client-package.ts) and unpacked
     // into a node_modules of its own; its one dependency, openapi-fetch, comes from this project's.
     stdin: { contents: pageJs, resolveDir: inject('clientPackage').folder, loader: 'js' },
     nodePaths: [join(root, 'node_modules')],
