@@ -278,6 +278,29 @@ describe.each(backends)('validation on %s', (backend) => {
         expect(await call('GET', `/contacts?${query}`)).toEqual(refusal('The `limit` must not be empty: give it a value, or leave it out.'));
       }
       expect(await call('GET', '/emails?last_event=sent+x')).toEqual(refusal("The `last_event` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=)."));
+      // Percent-encoded, the same character is only part of the value, which its schema then judges.
+      expect(await call('GET', '/contacts?after=a@b')).toEqual(refusal("The `after` must be percent-encoded: its value holds a character with a meaning in URLs (one of :/?#[]@!$&'()*+,;=)."));
+      expect(await call('GET', '/contacts?after=a%40b')).toEqual(refusal('The `after` must be a valid UUID.'));
+    });
+
+    it('calls a query parameter unknown when the operation declares none of that name in the query, even one named as its path parameter', async () => {
+      const id = await newContact();
+      for (const query of ['page=2', `contact_id=${id}`, 'page=', 'page=a+b']) {
+        const name = query.split('=')[0];
+        expect(await call('GET', `/contacts/${id}?${query}`), query).toEqual({ status: 422, body: { statusCode: 422, name: 'validation_error', message: `Unknown query parameter \`${name}\`.` } });
+      }
+    });
+
+    it('finds the rule a field broke beside a $ref, under a key pattern, and in the rule for an object\'s keys', async () => {
+      const refusal = (message: string) => ({ status: 422, body: { statusCode: 422, name: 'validation_error', message } });
+      const send = { from: 'a@example.com', to: 'b@example.com', subject: 'Hi', text: 'Hi' };
+      // A template's `html` has `minLength: 1` beside the $ref of the HTML body it shares with a send.
+      expect(await call('POST', '/templates', { name: 'bare', html: '' })).toEqual(refusal('The `html` must not be empty.'));
+      // Custom headers are the body's `headers` keys that match `X-…` (patternProperties).
+      expect(await call('POST', '/emails', { ...send, headers: { 'X-Note': 'a\nb' } })).toEqual(refusal('The `headers.X-Note` must be one line, with no control character but tab.'));
+      expect(await call('POST', '/emails', { ...send, headers: { 'X-Note': 'x'.repeat(999) } })).toEqual(refusal('The `headers.X-Note` must be at most 998 characters long.'));
+      // A contact property's key, checked by the properties' propertyNames.
+      expect(await call('POST', '/contacts', { email: 'keys@example.com', properties: { 'no spaces': 'x' } })).toEqual(refusal('The `properties` must be 1 to 50 ASCII letters, digits or underscores.'));
     });
 
     it('says what a pattern means, in the words the contract gives beside it, rather than the regular expression', async () => {
