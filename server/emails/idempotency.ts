@@ -5,7 +5,7 @@
 // key back. Keys belong to their owner: this server has one account and no teams, so the owner is the
 // API key that sent the request, and two keys using the same Idempotency-Key never meet.
 import { createHash } from 'node:crypto';
-import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
@@ -28,14 +28,61 @@ export interface IdempotencyClaim extends HeldClaim {
   completed: boolean;
 }
 
+/** What an operation answers: its status and its JSON body, as stored with a key to replay. */
+export interface Answer<Body> {
+  status: number;
+  body: Body;
+}
+
 export const concurrentRequest = () =>
   new ApiError(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress. Try the request again later.');
 
+/** The same request sent again, under the same key: what it is, as far as its key goes. */
+export interface IdempotentRequest {
+  /** Who sent it: keys belong to the API key that sent them. */
+  owner: string;
+  /** The operation, as `POST /emails`. */
+  scope: string;
+  key: string;
+  /** What must be the same for a replay: the body as sent, and a batch's validation mode. */
+  payload: unknown;
+  mode?: 'strict' | 'permissive';
+}
+
 /**
- * `claim` holds a request's key (after auth: keys are the API key's own); `refuseFirst`, after the
- * request check, says what is wrong with the key itself ahead of anything the check found.
+ * Runs `work` once per key: the key is claimed first, and the answer `work` stores with it (by
+ * completing the claim in its commit) is replayed to the same request sent again. A claim `work` did
+ * not complete, because it failed or created nothing, is given back before this returns, so that a
+ * client told "no" may retry at once.
  */
-export function idempotency(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction, store: Store, logger: Logger): { claim: RequestHandler; refuseFirst: ErrorRequestHandler } {
+export async function onceForKey<Body>(store: Store, logger: Logger, request: IdempotentRequest | undefined, work: (claim?: IdempotencyClaim) => Promise<Answer<Body>>): Promise<Answer<Body>> {
+  if (!request) return work();
+  const fingerprint = createHash('sha256').update(canonicalJson(request.payload)).update(`\n${request.mode ?? 'strict'}`).digest('hex');
+  const result = await store.idempotency.claim({ owner: request.owner, scope: request.scope, key: request.key }, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
+  if ('held' in result) {
+    const { held } = result;
+    if (held.fingerprint !== fingerprint) {
+      throw new ApiError(409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload. Change your idempotency key or payload.');
+    }
+    if (held.state === 'in_flight') throw concurrentRequest();
+    return { status: held.response_status!, body: JSON.parse(held.response_body!) };
+  }
+  const claim: IdempotencyClaim = { ...result.claim, completed: false };
+  try {
+    return await work(claim);
+  } finally {
+    store.idempotency.settled(claim);
+    if (!claim.completed) {
+      await store.idempotency.release(claim).catch((err) => logger[failureLevel(err)]({ err, key: claim.key }, 'releasing an idempotency key failed'));
+    }
+  }
+}
+
+/**
+ * The Idempotency-Key header of the operations that declare it, refused when it cannot be a key:
+ * given twice, or of the wrong length. `refuseFirst` says so ahead of anything the request check found.
+ */
+export function idempotencyKeys(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction): { refuse: RequestHandler; refuseFirst: ErrorRequestHandler } {
   const parameter = resolveRef(spec, { $ref: `#${PARAMETER}` });
   const validKey = compile(`${PARAMETER}/schema`);
   const { minLength, maxLength } = resolveRef(spec, parameter.schema);
@@ -45,7 +92,6 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
       .filter(({ operation }) => operation.parameters?.some((p: { $ref?: string }) => p.$ref === `#${PARAMETER}`))
       .map(({ operation }) => operation.operationId),
   );
-
   const HEADER = (parameter.name as string).toLowerCase();
   const keyRefusal = (req: Request) => {
     const key = req.get(parameter.name as string);
@@ -57,34 +103,10 @@ export function idempotency(spec: OpenApiDocument, compile: (pointer: string) =>
     if (!validKey(key)) return new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     return undefined;
   };
-  const refuseFirst: ErrorRequestHandler = (err, req, _res, next) => next(keyRefusal(req) ?? err);
-  const claim: RequestHandler = async (req, res, next) => {
-    const key = req.get(parameter.name as string);
-    if (key === undefined || !idempotent.has(req.openapi?.schema?.operationId)) return next();
-    const refusal = keyRefusal(req);
-    if (refusal) throw refusal;
-    const scope = `${req.method} ${req.openapi?.openApiRoute}`;
-    const owner = res.locals.apiKey?.id;
-    if (!owner) throw new Error('idempotency runs after authentication');
-    const fingerprint = createHash('sha256')
-      .update(canonicalJson(res.locals.batch?.given ?? req.body))
-      .update(`\n${req.get('x-batch-validation') ?? 'strict'}`)
-      .digest('hex');
-    const result = await store.idempotency.claim({ owner, scope, key }, fingerprint, new Date(), LIFETIME_MS, ABANDONED_MS);
-    if ('claim' in result) {
-      const claim: IdempotencyClaim = { ...result.claim, completed: false };
-      res.locals.idempotency = claim;
-      settleWhenEnded(res, claim, store, logger);
-      return next();
-    }
-    const { held } = result;
-    if (held.fingerprint !== fingerprint) {
-      throw new ApiError(409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload. Change your idempotency key or payload.');
-    }
-    if (held.state === 'in_flight') throw concurrentRequest();
-    res.status(held.response_status!).json(JSON.parse(held.response_body!));
+  return {
+    refuse: (req, _res, next) => next(keyRefusal(req)),
+    refuseFirst: (err, req, _res, next) => next(keyRefusal(req) ?? err),
   };
-  return { claim, refuseFirst };
 }
 
 /**
@@ -99,24 +121,4 @@ export function canonicalJson(value: unknown): string {
     return `{${Object.keys(object).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson(object[key])}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
-}
-
-/**
- * Settles the claim when the handler ends the response: kept if the request committed what it created,
- * else given back, before the response leaves, so that a client told "no" may retry at once. Not on
- * 'finish' (never emitted once the client has gone) nor on 'close' (the client may go while the handler
- * is still storing the emails).
- */
-function settleWhenEnded(res: Response, claim: IdempotencyClaim, store: Store, logger: Logger): void {
-  const end = res.end;
-  res.end = function (this: Response, ...args: unknown[]) {
-    res.end = end;
-    store.idempotency.settled(claim);
-    if (claim.completed) return end.apply(this, args as never);
-    store.idempotency
-      .release(claim)
-      .catch((err) => logger[failureLevel(err)]({ err, reqId: res.locals.reqId, key: claim.key }, 'releasing an idempotency key failed'))
-      .finally(() => end.apply(this, args as never));
-    return this;
-  } as Response['end'];
 }

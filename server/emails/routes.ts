@@ -2,56 +2,33 @@
 // delivery event, and its events; reschedule or cancel a scheduled one. A broadcast's email keeps no
 // body of its own: it reads back with the broadcast's content personalized for its contact (the list
 // personalizes the subject alone).
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import type { BroadcastMail } from '../broadcasts/mail.ts';
 import type { Personalized } from '../broadcasts/personalize.ts';
-import { ApiError, invalid, notFound, refusedEmail } from '../http/errors.ts';
-import type { EmailAttachment, EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
-import { ClaimLostError } from '../store/idempotency.ts';
-import type { Store } from '../store/index.ts';
+import { ApiError, invalid, notFound } from '../http/errors.ts';
+import type { Handlers } from '../http/operationRouter.ts';
 import { cursorOf, listing } from '../http/paging.ts';
 import { sendTime } from '../schedule.ts';
-import { withFetchedContent, type AttachmentPathOptions } from './attachmentPath.ts';
-import { composeBatch } from './batch.ts';
-import { attachmentsOf, composeEmail, memoized } from './compose.ts';
-import { concurrentRequest } from './idempotency.ts';
+import type { EmailRecord, ListedEmail, ScheduleRefusal } from '../store/emails.ts';
+import type { Store } from '../store/index.ts';
+import type { EmailSending, Sender } from './send.ts';
 import { toTimeline } from './timeline.ts';
-import type { Senders } from '../domains/senders.ts';
-import type { Handlers } from '../http/operationRouter.ts';
 
 /** A page of the email log when no `limit` is given: unlike contacts, it grows without bound. */
 const DEFAULT_PAGE = 20;
 
-export function emailHandlers(store: Store, broadcastMail: BroadcastMail, attachmentPaths: AttachmentPathOptions, senders: Senders): Handlers {
-  /** Commits the emails (and the response, for an idempotency key) before answering. */
-  async function accept<Body>(res: Response, records: EmailRecord[], body: Body, attachments?: EmailAttachment[]): Promise<Body> {
-    const claim = res.locals.idempotency;
-    await store.acceptEmails(records, claim && { claim, status: 200, body }, attachments).catch((error) => {
-      throw error instanceof ClaimLostError ? concurrentRequest() : error; // another request took the key over
-    });
-    if (claim) claim.completed = true;
-    return body;
-  }
+export function emailHandlers(store: Store, broadcastMail: BroadcastMail, sending: EmailSending): Handlers {
+  const sender = (req: Request, res: Response): Sender => ({ apiKey: res.locals.apiKey!, idempotencyKey: req.get('Idempotency-Key') });
 
   const sendEmail: OperationHandler<'sendEmail'> = async (req, res) => {
-    const now = new Date();
-    const scheduledAt = await sendTime(req.body.scheduled_at, now);
-    const composed = await composeEmail(req.body, memoized((id) => store.templates.find(id)), now, scheduledAt);
-    if (typeof composed === 'string') throw refusedEmail(composed);
-    await senders.check([composed.from_address], res.locals.apiKey);
-    const attachments = await withFetchedContent(req.body.attachments, attachmentPaths);
-    res.json(await accept(res, [composed], { id: composed.id }, attachmentsOf(composed.id, attachments)));
+    const { status, body } = await sending.send(req.body, sender(req, res));
+    res.status(status).json(body);
   };
 
   const sendBatchEmails: OperationHandler<'sendBatchEmails'> = async (req, res) => {
-    const triaged = res.locals.batch!;
-    const { accepted, errors } = await composeBatch(req.body, triaged, memoized((id) => store.templates.find(id)), new Date());
-    await senders.check(accepted.map((email) => email.from_address), res.locals.apiKey);
-    const data = accepted.map(({ id }) => ({ id }));
-    const body = triaged.mode === 'permissive' ? { data, errors } : { data };
-    // Every email refused by the rules no schema states: nothing to store, and nothing to wait for.
-    res.json(accepted.length === 0 ? body : await accept(res, accepted, body));
+    const { status, body } = await sending.sendBatch(req.body, res.locals.batch!, sender(req, res));
+    res.status(status).json(body);
   };
 
   const getEmail: OperationHandler<'getEmail'> = async (req, res) => {

@@ -4,7 +4,8 @@
 //   → HEAD taken as GET, exact paths, a batch's emails triaged (server/emails/batch.ts)
 //   → express-openapi-validator, mounted whole as its documentation shows: routing (req.openapi, 404,
 //     405), the request check, and the response check, live for every response from there on
-//   → auth (key, rate limit, role) → idempotency → the matched operation's handler (operationRouter.ts)
+//   → auth (key, rate limit, role) → the matched operation's handler (operationRouter.ts), which
+//     parses, calls the resource's service (emails/send.ts and the like) and answers
 //   → one error handler (twice: see errors.ts).
 // The validator judges a request before its key is: the contract is public, and what the check says
 // of a body tells a stranger nothing the contract does not; every answer from auth on is checked.
@@ -36,7 +37,8 @@ import { refuseLooseIntegers } from './queryIntegers.ts';
 import { requestLog } from './requestLog.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchTriage } from '../emails/batch.ts';
-import { idempotency } from '../emails/idempotency.ts';
+import { idempotencyKeys } from '../emails/idempotency.ts';
+import { EmailSending } from '../emails/send.ts';
 import { emailHandlers } from '../emails/routes.ts';
 import { exactPaths, notServed, operationRouter } from './operationRouter.ts';
 import { contractRoutes, healthHandlers, PAGE_PATHS } from './operations.ts';
@@ -98,18 +100,18 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'), listMembers);
   app.use(inSequence(headAsGet, notServed, exactPaths, batchTriage(spec, checkOf('EmailBatch'), checkOf('BatchEmail'))));
   const looseIntegers = refuseLooseIntegers(spec);
-  const idempotencyKeys = idempotency(spec, compile, store, logger);
+  const keys = idempotencyKeys(spec, compile);
   // Refusals that are clearer than what the request check finds in the same request go first.
-  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, idempotencyKeys.refuseFirst);
+  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, keys.refuseFirst);
   app.use(
     inSequence(
       refuseHeldBody,
       looseIntegers.refuse,
+      keys.refuse,
       refuseUnstorableText,
       authenticate(spec, store, logger, config.authFailuresPerMinute),
       config.rateLimitPerSecond > 0 ? rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally) : undefined,
       authorize(spec),
-      idempotencyKeys.claim,
       extraRoutes,
       operationRouter(spec, {
         ...healthHandlers(store),
@@ -118,7 +120,7 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
         ...topicHandlers(store),
         ...audienceHandlers(store, contacts, listMembers),
         ...broadcastHandlers(store, domains.senders),
-        ...emailHandlers(store, new BroadcastMail(store, links), attachmentPaths, domains.senders),
+        ...emailHandlers(store, new BroadcastMail(store, links), new EmailSending(store, domains.senders, attachmentPaths, logger)),
         ...attachmentHandlers(store, attachmentLinks),
         ...templateHandlers(store),
         ...suppressionHandlers(store),

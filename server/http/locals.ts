@@ -3,7 +3,6 @@
 // file needs to import this one.
 import type { middleware } from 'express-openapi-validator';
 import type { TriagedBatch } from '../emails/batch.ts';
-import type { IdempotencyClaim } from '../emails/idempotency.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 
 /** What the validator's routing sets on a request, as the types of its public `middleware` give it. */
@@ -22,8 +21,6 @@ declare global {
       bodyRefusal?: unknown;
       /** The authenticated key, from authenticate() on. */
       apiKey?: ApiKeyRecord;
-      /** The Idempotency-Key claim this request holds, if it sent one. */
-      idempotency?: IdempotencyClaim;
       /** A send batch after triage: where its emails came from, and in permissive mode the ones set aside. */
       batch?: TriagedBatch;
     }
