@@ -11,6 +11,7 @@ import type { Tables } from '../../server/store/database.ts';
 import type { Store } from '../../server/store/index.ts';
 import { POSTGRES_URL, postgresSchema } from '../support/backends.ts';
 import { TEST_KEY } from '../support/server.ts';
+import { until, WAIT_MS } from '../support/until.ts';
 
 /** A fresh schema whose connection URL sets an application_name that no one else uses. */
 export async function namedSchema(): Promise<{ url: string; applicationName: string; drop: () => Promise<void> }> {
@@ -169,13 +170,12 @@ export async function takeTableAway(db: Kysely<Tables>, table: keyof Tables & st
   };
 }
 
-/** Polls `check` until it returns true; throws after `tries` attempts. */
+/**
+ * Polls `check` every `everyMs` until it returns true; gives up after `tries` polls, but never sooner
+ * than WAIT_MS: on a busy machine a condition can take far longer than its polls would last.
+ */
 export async function eventually(check: () => Promise<boolean>, what: string, tries = 100, everyMs = 50): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await check()) return;
-    await sleep(everyMs);
-  }
-  throw new Error(`never happened: ${what}`);
+  await until(check, `never happened: ${what}`, Math.max(WAIT_MS, tries * everyMs), everyMs);
 }
 
 /** Contacts of about 800 bytes each: 20,000 of them are far more than socket buffers hold. */

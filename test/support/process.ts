@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { TEST_KEY } from './server.ts';
+import { WAIT_MS } from './until.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -18,9 +19,10 @@ export interface ServerProcess {
 
 /**
  * Starts build/main.js with the test key, rate limiting off and the given environment; resolves once
- * it logs where it listens, rejects if it exits or is silent for `timeoutMs` first.
+ * it logs where it listens, rejects if it exits first, or kills it if it has not listened after
+ * `timeoutMs` (a start that hangs).
  */
-export function startServerProcess(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
+export function startServerProcess(env: Record<string, string>, timeoutMs = WAIT_MS): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['build/main.js'], {
     cwd: root,
     env: { ...process.env, PORT: '0', MAILROOM_API_KEY: TEST_KEY, RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info', DATABASE_URL: '', ...env },

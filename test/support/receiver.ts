@@ -9,6 +9,9 @@ import type { EmailRecord } from '../../server/store/emails.ts';
 import type { NewEvent } from '../../server/store/events.ts';
 import type { Store } from '../../server/store/index.ts';
 
+// The webhook suites wait on deliveries with it.
+export { until } from './until.ts';
+
 export interface Received {
   headers: IncomingHttpHeaders;
   body: string;
@@ -160,13 +163,4 @@ export async function recordEvents(store: Store, events: NewEvent[], emails: Ema
 /** One event of `type` about `email`, with what that event adds. */
 export function emailEvent(type: Extract<EventType, `email.${string}`>, email: EmailRecord, data?: unknown): NewEvent {
   return { type, email_id: email.id, data, created_at: new Date().toISOString() };
-}
-
-/** Waits until `done` holds, checking every 20 ms; fails with `what` after `ms`. */
-export async function until(done: () => boolean | Promise<boolean>, what: string | (() => string | Promise<string>), ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`still waiting after ${ms} ms: ${typeof what === 'string' ? what : await what()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

@@ -9,6 +9,7 @@ import { createMailroomClient, type MailroomClient } from '../../client/index.ts
 import { loadConfig, type Config } from '../../server/config.ts';
 import { startServer, type RunningServer } from '../../server/server.ts';
 import { postgresSchema, type Backend } from './backends.ts';
+import { forTheBlock } from './suite.ts';
 
 export const TEST_KEY = 're_test0000000000000000000000000000';
 
@@ -24,10 +25,13 @@ export interface TestServer extends RunningServer {
   api(method: string, path: string, body?: unknown): Promise<any>;
 }
 
-export async function startTestServer(
-  backend: Backend,
-  options: { config?: Partial<Config>; extraRoutes?: express.Router; spec?: string } = {},
-): Promise<TestServer> {
+export interface TestServerOptions {
+  config?: Partial<Config>;
+  extraRoutes?: express.Router;
+  spec?: string;
+}
+
+export async function startTestServer(backend: Backend, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-test-'));
   const schema = backend === 'postgres' ? await postgresSchema() : undefined;
   const logs: Record<string, any>[] = [];
@@ -53,4 +57,12 @@ export async function startTestServer(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A test server for the describe block: started before its tests, closed after them. `options` may be
+ * a function, read when the server starts, for a configuration made of parts started before it.
+ */
+export function withServer(backend: Backend, options: TestServerOptions | (() => TestServerOptions) = {}): TestServer {
+  return forTheBlock(`the test server on ${backend}`, () => startTestServer(backend, typeof options === 'function' ? options() : options), (server) => server.close());
 }

@@ -4,6 +4,8 @@
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
+import { forTheBlock } from './suite.ts';
+import { until, WAIT_MS } from './until.ts';
 
 export interface Received {
   mail: ParsedMail;
@@ -20,7 +22,7 @@ export interface SmtpSink {
   refuseRecipient: (address: string) => number | undefined;
   /** Whether to take the message and never answer it, as a hung relay: the client must give up. */
   hang: (attempt: number) => boolean;
-  /** Waits until `count` messages have arrived. */
+  /** Waits until `count` messages have arrived (giving up after WAIT_MS, or `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -33,13 +35,7 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
     refuse: () => undefined,
     refuseRecipient: () => undefined,
     hang: () => false,
-    waitFor: async (count, timeoutMs = 30_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (sink.received.length < count) {
-        if (Date.now() > deadline) throw new Error(`got ${sink.received.length} of ${count} messages`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
+    waitFor: (count, timeoutMs = WAIT_MS) => until(() => sink.received.length >= count, () => `got ${sink.received.length} of ${count} messages`, timeoutMs),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
   const server = new SMTPServer({
@@ -81,4 +77,9 @@ export async function startSmtpSink(options: { delayMs?: number } = {}): Promise
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   sink.url = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`;
   return sink;
+}
+
+/** A sink for the describe block: listening before its tests, closed after them. */
+export function withSink(options: { delayMs?: number } = {}): SmtpSink {
+  return forTheBlock('the SMTP sink', () => startSmtpSink(options), (sink) => sink.close());
 }
