@@ -2,30 +2,16 @@
 // and delivered as real MIME to a real SMTP server on 127.0.0.1, parsed with mailparser. Bad ones are
 // refused with the contract's error, and a batch refuses them by name. Files given by `path`: attachment-paths.test.ts.
 import { randomBytes } from 'node:crypto';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
-
-const quiet = pino({ level: 'silent' });
+import { withWorker } from '../support/delivery.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
 
 describe.each(backends)('attachments on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  let worker: DeliveryWorker;
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-    worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, idleMs: 10 });
-  });
-  afterAll(async () => {
-    await worker.stop();
-    await sink.close();
-    await server.close();
-  });
+  const sink = withSink();
+  const server = withServer(backend);
+  const worker = withWorker(server, sink, { idleMs: 10 });
 
   const post = (path: string, body: unknown) => server.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   /** Sends `body`, runs the worker once, and answers the message the sink received for it. */
@@ -112,15 +98,14 @@ describe.each(backends)('attachments on %s', (backend) => {
       to: 'later@example.com',
       subject: 'Later',
       text: 'Attached.',
-      scheduled_at: new Date(Date.now() + 1500).toISOString(),
+      scheduled_at: new Date(Date.now() + 3600_000).toISOString(),
       attachments: [{ filename: 'later.txt', content: Buffer.from('later').toString('base64') }],
     });
     expect(res.status).toBe(200);
     const { id } = (await res.json()) as { id: string };
     expect(await worker.runOnce()).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 1600));
     const received = sink.received.length;
-    expect(await worker.runOnce()).toBe(1);
+    expect(await worker.runOnce(new Date(Date.now() + 3600_000))).toBe(1);
     await sink.waitFor(received + 1);
     const message = sink.received.find((r) => r.mail.messageId === `<${id}@acme.dev>`)!;
     expect(message.mail.attachments.map((a) => a.content.toString())).toEqual(['later']);
@@ -210,7 +195,7 @@ describe.each(backends)('attachments on %s', (backend) => {
     expect(((await res.json()) as { message: string }).message).toContain('`content_id` `a`');
   });
 
-  it('refuses attachments in a batch by name, as before', async () => {
+  it('refuses attachments in a batch, naming the email that has them', async () => {
     const res = await post('/emails/batch', [{ from: 'team@acme.dev', to: 'ada@example.com', subject: 'Batch', text: 'x', attachments: [{ filename: 'a.txt', content: 'aGk=' }] }]);
     expect(res.status).toBe(422);
     expect(((await res.json()) as { message: string }).message).toBe('emails[0]: The field `attachments` is not supported in a batch; send that email on its own.');

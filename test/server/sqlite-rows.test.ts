@@ -35,7 +35,7 @@ describe('rows read from SQLite', () => {
     expect((await everything.execute(db)).rows[0]).toEqual({ id: 1, title: 'Dune', pages: 412, author: 'Herbert' });
   });
 
-  it('count what a write changed, as before', async () => {
+  it('count the rows a write changed', async () => {
     const result = await store.database.db.updateTable('shelf' as never).set({ pages: 500 } as never).executeTakeFirst();
     expect(result.numUpdatedRows).toBe(2n);
   });
