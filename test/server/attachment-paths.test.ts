@@ -4,15 +4,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
-
-const quiet = pino({ level: 'silent' });
+import { withWorker } from '../support/delivery.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
+import { forTheBlock } from '../support/suite.ts';
 const pdf = randomBytes(200_000);
 const png = randomBytes(5_000);
 const BODY_LIMIT = 1_000_000;
@@ -51,23 +48,14 @@ async function startFileServer(): Promise<{ url: string; hits: Map<string, numbe
   };
 }
 
+/** The file server for the describe block. */
+const withFileServer = () => forTheBlock('the file server', startFileServer, (files) => files.close());
+
 describe.each(backends)('attachments by path on %s', (backend) => {
-  let server: TestServer;
-  let files: Awaited<ReturnType<typeof startFileServer>>;
-  let sink: SmtpSink;
-  let worker: DeliveryWorker;
-  beforeAll(async () => {
-    files = await startFileServer();
-    server = await startTestServer(backend, { config: { bodyLimit: String(BODY_LIMIT), attachmentPaths: { allowPrivate: true, timeoutMs: 1500 } } });
-    sink = await startSmtpSink();
-    worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, idleMs: 10 });
-  });
-  afterAll(async () => {
-    await worker.stop();
-    await sink.close();
-    await server.close();
-    await files.close();
-  });
+  const files = withFileServer();
+  const server = withServer(backend, { config: { bodyLimit: String(BODY_LIMIT), attachmentPaths: { allowPrivate: true, timeoutMs: 1500 } } });
+  const sink = withSink();
+  const worker = withWorker(server, sink, { idleMs: 10 });
 
   const send = (attachments: unknown[], headers: Record<string, string> = {}) =>
     server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ from: 'Acme <team@acme.dev>', to: 'ada@example.com', subject: 'Files', html: '<p>Files <img src="cid:chart"></p>', attachments }) });
@@ -157,16 +145,8 @@ describe.each(backends)('attachments by path on %s', (backend) => {
 });
 
 describe('attachments by path, where private addresses are not allowed', () => {
-  let server: TestServer;
-  let files: Awaited<ReturnType<typeof startFileServer>>;
-  beforeAll(async () => {
-    files = await startFileServer();
-    server = await startTestServer('sqlite'); // the defaults: https on public addresses only
-  });
-  afterAll(async () => {
-    await server.close();
-    await files.close();
-  });
+  const files = withFileServer();
+  const server = withServer('sqlite'); // the defaults: https on public addresses only
 
   it.each([
     ['plain http', (url: string) => `${url}/files/invoice-0042.pdf`, 'is not https'],
