@@ -1,8 +1,8 @@
 // `scheduled_at`, of a broadcast or of a single email, as Resend takes it: ISO 8601, or English words
 // read from now (`in 1 hour`, `tomorrow at 9am`), in UTC. chrono-node reads both; the whole value must
 // be the time, so that `send in 1 hour or so` is refused rather than read as a guess. chrono-node is
-// loaded on first use: its grammars for every language cost an idle server about 5 MB of its memory,
-// for a feature few use.
+// loaded on first use: its grammars for every language cost an idle server memory, for a feature
+// few use.
 import { invalid } from './http/errors.ts';
 import { quoted } from './quoted.ts';
 

@@ -82,7 +82,7 @@ export async function composeEmail(item: OutgoingEmail, findTemplate: FindTempla
   };
 }
 
-// Loaded at the first attachment without a media type: its table of types costs an idle server 3 MB.
+// Loaded at the first attachment without a media type: its table of types is large, and most servers never need it.
 let lookup: ((filename: string) => string | false) | undefined;
 const mediaTypeOf = (filename: string | undefined) =>
   (filename && (lookup ??= (createRequire(import.meta.url)('mime-types') as typeof import('mime-types')).lookup)(filename)) || 'application/octet-stream';

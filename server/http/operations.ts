@@ -28,7 +28,7 @@ export function contractRoutes(metrics?: Metrics): Router {
     })
     .get('/docs', (_req, res, next) => {
       // The page is self-contained; this keeps it from reaching anywhere else, even for its logo.
-      // Sent from the file: at 2.7 MB it is not worth keeping in memory for a page seldom asked for.
+      // Sent from the file: a page this large, seldom asked for, is not worth keeping in memory.
       // Its search compiles a function at run time: eval is allowed to this page of the contract alone.
       res.set('Content-Security-Policy', "default-src 'self' 'unsafe-inline' data: blob:; script-src 'self' 'unsafe-inline' 'unsafe-eval' blob:");
       res.sendFile(docsPath, { etag: false, lastModified: false }, (error) => error && !res.headersSent && next(error));

@@ -59,8 +59,8 @@ export async function startInbound(store: Store, logger: Logger, options: Inboun
   // Connections held now from each client address, counted here: smtp-server counts them in all only.
   const held = new Map<string, number>();
   const counted = new Map<string, string>();
-  // Loaded here, not at the top: a delivery thread without a listener (the default) is spared
-  // smtp-server and mailparser, about 10 MB of memory.
+  // Loaded here, not at the top: a delivery thread without a listener (the default) is spared the
+  // memory smtp-server and mailparser take.
   const { SMTPServer } = await import('smtp-server');
   const server = new SMTPServer({
     name: 'mailroom-inbound',

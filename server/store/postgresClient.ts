@@ -1,12 +1,12 @@
 // The PostgreSQL connection the pool hands out: pg's Client, with two changes.
 //
 // An INSERT that comes again is prepared once per connection. pg sends every query for the server to
-// parse and plan anew, and a batch's 100-row insert (1,900 values) is costly to parse: 2.0–3.6 ms a time
-// unnamed against 1.3–1.6 ms prepared, measured, on CPU this machine's two cores share with Mailroom.
+// parse and plan anew, and a batch's 100-row insert (1,900 values) costs more to parse than to run
+// once prepared (docs/performance.md).
 // An insert gets a name, from a hash of its text, the second time it is seen; at most MAX_NAMED are
 // named. Other statements go unnamed: a prepared SELECT or UPDATE may be given a generic
-// plan, and one made the outbox claim seven times slower at 100,000 emails; planning each with its
-// values (plan_cache_mode) took back most of what preparing the insert saved.
+// plan, which made the outbox claim far slower with a large outbox; planning each with its values
+// (plan_cache_mode) took back most of what preparing the insert saved.
 //
 // A prepared statement that returns rows fails with "cached plan must not change result type" (0A000)
 // if its table's columns changed since (another process migrated the database while this one ran):
