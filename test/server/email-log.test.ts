@@ -1,48 +1,32 @@
 // The email log on SQLite and PostgreSQL: GET /emails (newest first, a default page of 20, paged both
 // ways) and GET /emails/{email_id}/events (an email's timeline, from its acceptance on).
 import { randomUUID } from 'node:crypto';
-import { pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
-import { captureTransport, smtpTransport, type Transport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { captureTransport } from '../../server/delivery/transport.ts';
 import { queuedEventId } from '../../server/emails/timeline.ts';
 import type { EmailRecord } from '../../server/store/emails.ts';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { withWorkers } from '../support/delivery.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
 
-const quiet = pino({ level: 'silent' });
 const json = { 'content-type': 'application/json' };
 const later = (ms: number) => new Date(Date.now() + ms);
 const EMAIL_KEYS = ['bcc', 'cc', 'created_at', 'from', 'id', 'last_event', 'message_id', 'reply_to', 'scheduled_at', 'subject', 'to'];
 
 describe.each(backends)('the email log on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  const workers: DeliveryWorker[] = [];
+  const server = withServer(backend);
+  const sink = withSink();
+  const worker = withWorkers(server, sink, { idleMs: 10 });
   const db = () => server.store.database.db;
 
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-  });
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await sink.close();
-    await server.close();
-  });
   beforeEach(async () => {
     sink.refuse = () => undefined;
     // Nothing else due: each round below takes exactly the emails its test sends.
     await db().updateTable('emails').set({ last_event: 'failed' }).where('last_event', 'in', ['queued', 'delivery_delayed']).execute();
   });
 
-  const worker = (transport: Transport = smtpTransport(sink.url)) => {
-    const w = new DeliveryWorker(server.store, transport, quiet, { ...DEFAULT_DELIVERY, idleMs: 10 });
-    workers.push(w);
-    return w;
-  };
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await server.request(path, { method, headers: json, ...(body !== undefined && { body: JSON.stringify(body) }) });
     return { status: res.status, body: await res.json() };
@@ -173,7 +157,7 @@ describe.each(backends)('the email log on %s', (backend) => {
 
     it('keeps sent before delivered, recorded in the same instant', async () => {
       const ids = await send(20);
-      await worker(captureTransport()).runOnce();
+      await worker(captureTransport).runOnce();
       for (const id of ids) {
         const types = (await call('GET', `/emails/${id}/events`)).body.data.map((e: { type: string }) => e.type);
         expect(types).toEqual(['email.queued', 'email.sent', 'email.delivered']);

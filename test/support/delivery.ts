@@ -27,12 +27,12 @@ export function withWorker(server: TestServer, relay: Relay, options: Partial<De
  * Makes a fresh delivery worker on each call, for a describe block whose tests each want their own
  * (a stopped worker has closed its relay connections); each is stopped after the block's tests.
  */
-export function withWorkers(server: TestServer, relay: Relay, defaults: Partial<DeliveryOptions> = {}): (options?: Partial<DeliveryOptions>, to?: Relay) => DeliveryWorker {
+export function withWorkers(server: TestServer, relay: Relay, defaults: Partial<DeliveryOptions> = {}): (to?: Relay, options?: Partial<DeliveryOptions>) => DeliveryWorker {
   const made: DeliveryWorker[] = [];
   afterAll(async () => {
     await Promise.all(made.splice(0).map((w) => w.stop()));
   });
-  return (options = {}, to = relay) => {
+  return (to = relay, options = {}) => {
     const w = worker(server, to, { ...defaults, ...options });
     made.push(w);
     return w;
