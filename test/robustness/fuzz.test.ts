@@ -17,6 +17,8 @@ import { lost, planArbitrary, planFor, World, type Sent } from './traffic.ts';
 
 const SEED = Number(process.env.FC_SEED ?? 20261121);
 const RUNS = Number(process.env.FC_RUNS ?? 500);
+// The generated run sends its requests one at a time; a busy machine stretches it many times over.
+const RUN_DEADLINE_MS = 600_000 * Math.max(1, RUNS / 500);
 const spec = loadSpec();
 const ops = operations(spec);
 const check = responseChecker(spec);
@@ -75,7 +77,7 @@ describe.each(backends)('robustness fuzz on %s', (backend) => {
     await server?.close();
   });
 
-  it('answers every generated request within the contract, replays idempotent ones, and loses nothing it accepted', async () => {
+  it('answers every generated request within the contract, replays idempotent ones, and loses nothing it accepted', { timeout: RUN_DEADLINE_MS }, async () => {
     const tally = new Tally(backend);
     const world = new World(ops);
     // Known attacks, then two plans per operation (so that every one is driven however short the run),

@@ -16,8 +16,11 @@ export type RawAnswer = { status: number; contentType: string | undefined; text:
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 
+/** How long a request may go unanswered before it counts as hung: far longer than a busy machine takes. */
+export const HUNG_MS = 60_000;
+
 /** Sends one request; resolves with the answer, or with an `error` saying why there was none. */
-export function send(base: string, req: RawRequest, timeoutMs = 20_000): Promise<RawAnswer | { error: string }> {
+export function send(base: string, req: RawRequest, timeoutMs = HUNG_MS): Promise<RawAnswer | { error: string }> {
   const url = new URL(req.path, base);
   return new Promise((resolve) => {
     // With raw header pairs Node adds no Host, and a server answers a request without one 400.
