@@ -5,6 +5,7 @@
 // again: no restart would help, and `onCannotStart` stops the server with its reason.
 import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { doubling } from '../outbox/attempts.ts';
 
 export interface Backoff {
   firstMs: number;
@@ -42,7 +43,7 @@ export function superviseThread(start: () => Worker, logger: Logger, backoff: Ba
       thread = undefined;
       if (stopping || cannotStart) return;
       failures = Date.now() - startedAt > backoff.maxMs ? 1 : failures + 1;
-      const delayMs = Math.min(backoff.maxMs, backoff.firstMs * 2 ** (failures - 1));
+      const delayMs = doubling(backoff)(failures);
       logger.error({ code, delayMs }, 'the delivery thread stopped; starting another after a pause');
       restart = setTimeout(run, delayMs);
     });

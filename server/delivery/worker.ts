@@ -1,7 +1,9 @@
-// The delivery worker: claims due emails from the outbox, builds each MIME message (server/delivery/mime.ts)
-// and hands it to the transport. Transient failures are retried with exponential backoff and full jitter,
-// up to a bound, then the email fails; a message that cannot be built, or a 5xx to the sender rather
-// than the recipients (MAIL FROM, AUTH), fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
+// The delivery worker: claims due emails from the outbox (through the runner every outbox shares,
+// server/outbox/runner.ts: leases, their extension, stopping), builds each MIME message
+// (server/delivery/mime.ts) and hands it to the transport. Transient failures are retried with
+// exponential backoff and full jitter, up to a bound (server/outbox/attempts.ts), then the email fails;
+// a message that cannot be built, or a 5xx to the sender rather than the recipients (MAIL FROM, AUTH),
+// fails it at once. Every claim counts as an attempt, so an email whose attempts all ended without an
 // outcome (its workers died with it) fails too. Messages are built here (server/delivery/message.ts),
 // not on the request path: making plain text from HTML costs milliseconds per message.
 //
@@ -23,8 +25,8 @@ import type { ClaimedEmail, PartlyTaken } from '../store/emails.ts';
 import { Senders } from '../domains/senders.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
-import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
-import { failureLevel } from '../store/database.ts';
+import { Attempts, doubling, fullJitter } from '../outbox/attempts.ts';
+import { OutboxRunner, type Hold } from '../outbox/runner.ts';
 import { refusal, suppresses, type Bounce } from './bounce.ts';
 import { toAttachments, toMessage, type OutgoingMessage } from './message.ts';
 import { DEFAULT_DELIVERY, type DeliveryOptions } from './options.ts';
@@ -40,8 +42,15 @@ const PURGE_EVERY_MS = 60_000;
 const BUILT_AT_ONCE = 10;
 type Delivery = Parameters<Store['emails']['markDelivered']>[0][number];
 
+/** What a claimed batch needs, read once for all of it. */
+interface BatchNeeds {
+  broadcast: Map<string, BroadcastOutcome> | undefined;
+  suppressed: Suppressed;
+}
+
 export class DeliveryWorker {
-  private running: Promise<void> | undefined;
+  private readonly outbox: OutboxRunner<ClaimedEmail, BatchNeeds>;
+  private readonly attempts: Attempts;
   /**
    * One commit per email would cost more than sending it; one per claimed batch would, after a crash,
    * send the whole batch again instead of the few in flight.
@@ -51,8 +60,6 @@ export class DeliveryWorker {
     gatherMs: 20,
     nextAnswerMs: 2,
   });
-  private stopping = false;
-  private lastPurge = 0;
   private broadcastMail: Promise<BroadcastMail> | undefined;
   private readonly senders: Senders;
 
@@ -65,90 +72,59 @@ export class DeliveryWorker {
     private readonly store: Store,
     private readonly transport: Transport,
     private readonly logger: Logger,
-    private readonly options: DeliveryOptions = DEFAULT_DELIVERY,
+    options: DeliveryOptions = DEFAULT_DELIVERY,
     private readonly links?: UnsubscribeLinks,
     private returnPaths?: ReturnPaths,
   ) {
     this.senders = new Senders(store.domains, { requireRegistered: false, bounceDomain: options.bounceDomain });
+    this.attempts = new Attempts(options.maxAttempts, fullJitter(doubling({ firstMs: options.retryBaseMs, maxMs: options.retryMaxMs })));
+    const { batchSize, leaseMs, idleMs } = options;
+    this.outbox = new OutboxRunner<ClaimedEmail, BatchNeeds>(
+      {
+        // The next batch is claimed while the last quarter of the one before is still out, so that the
+        // relay's connections are not left idle at every batch's end while its claim and building take
+        // their time.
+        room: (free) => (free >= batchSize ? batchSize : 0),
+        claim: (limit, now) => store.emails.claimNextBatch(limit, now, leaseMs),
+        prepare: (emails, hold) => this.prepare(emails, hold),
+        work: (email, needs, hold) => this.deliver(email, needs, hold),
+        // A batch still being sent when its lease ran out would come due for another worker and go out twice.
+        extend: (ids, leaseToken, until) => store.emails.extendLeases(ids, leaseToken, until),
+        tidy: () => store.idempotency.purgeExpired(new Date()).then(() => undefined),
+      },
+      logger,
+      // Messages are built a few at a time, letting the relay's answers in between: built all at once, a
+      // batch held up the sends still out (the batch before's last ones) for as long as that took.
+      { name: 'delivery', itemKey: 'emailId', leaseMs, idleMs, capacity: batchSize + Math.floor(batchSize / 4), startsPerTurn: BUILT_AT_ONCE, tidyEveryMs: PURGE_EVERY_MS },
+    );
   }
 
   start(): void {
-    this.running ??= this.loop();
+    this.outbox.start();
   }
 
   /** Finishes the emails in hand, then stops; unclaimed ones wait for the next worker. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    await this.running;
+    await this.outbox.stop();
     this.transport.close();
   }
 
-  /** Claims one batch and delivers it; returns how many emails it handled. */
-  async runOnce(now = new Date()): Promise<number> {
-    const batch = await this.startBatch(now);
-    if (!batch) return 0;
-    await batch.done;
-    return batch.claimed;
+  /** Claims one batch and delivers it; returns how many emails it handled. Rejects if recording an outcome failed for good. */
+  runOnce(now = new Date()): Promise<number> {
+    return this.outbox.runOnce(now);
   }
 
-  /**
-   * Claims one batch and starts delivering it. `nearlyDone` settles once no more than a quarter of it
-   * is still out, `done` once all of it has its outcome (it rejects only if recording one failed for
-   * good). Undefined when nothing is due.
-   */
-  private async startBatch(now = new Date()): Promise<{ claimed: number; nearlyDone: Promise<void>; done: Promise<void> } | undefined> {
-    const emails = await this.store.emails.claimNextBatch(this.options.batchSize, now, this.options.leaseMs);
-    if (emails.length === 0) return undefined;
-    this.returnPaths ??= await this.persist(emails[0]!, () => returnPaths(this.store, undefined), 'reading the key that signs return paths');
-    // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
-    // would leave the batch claimed and unsent until its lease ran out.
-    const { broadcast, suppressed } = await this.persist(
-      emails[0]!,
+  /** Reads what a claimed batch needs: the key that signs return paths, its broadcast emails' messages, its suppressed recipients. */
+  private async prepare(emails: ClaimedEmail[], hold: Hold): Promise<BatchNeeds> {
+    this.returnPaths ??= await hold.persist(() => returnPaths(this.store, undefined), 'reading the key that signs return paths');
+    return hold.persist(
       async () => ({
+        // A batch without broadcast emails costs no query for them.
         broadcast: emails.some((email) => email.broadcast_id !== null) ? await (await this.broadcasts()).forDelivery(emails) : undefined,
         suppressed: await suppressedIn(this.store, emails),
       }),
       'reading what a claimed batch needs',
     );
-    // The claim lasts leaseMs; a batch still being sent then would come due for another worker and go
-    // out twice. While any of its emails has no outcome, the claim is extended, every third of a lease.
-    const unfinished = new Map(emails.map((email) => [email.id, email]));
-    const renewing = setInterval(() => void this.extend(unfinished, emails[0]!.lease_token), this.options.leaseMs / 3);
-    const nearly = Math.floor(emails.length / 4);
-    const { promise: nearlyDonePromise, resolve: nearlyDone } = settledOnce();
-    const delivering: Promise<void>[] = [];
-    for (const [n, email] of emails.entries()) {
-      // Messages are built a few at a time, letting the relay's answers in between: built all at once,
-      // a batch held up the sends still out (the batch before's last ones) for as long as that took.
-      if (n > 0 && n % BUILT_AT_ONCE === 0) await new Promise((resolve) => setImmediate(resolve));
-      const delivered = this.deliver(email, suppressed, broadcast?.get(email.id)).finally(() => {
-        unfinished.delete(email.id);
-        if (unfinished.size <= nearly) nearlyDone();
-      });
-      delivering.push(delivered);
-    }
-    const done = Promise.all(delivering).then(() => undefined);
-    // Handled here as well as by whoever awaits `done`, so that a failure is never left unhandled meanwhile.
-    done
-      .catch(() => undefined)
-      .finally(() => {
-        clearInterval(renewing);
-        nearlyDone();
-      });
-    return { claimed: emails.length, nearlyDone: nearlyDonePromise, done };
-  }
-
-  /** Extends the claim on emails still being sent (one claim, one lease token); what records them may retry as long. */
-  private async extend(unfinished: Map<string, ClaimedEmail>, leaseToken: string): Promise<void> {
-    if (unfinished.size === 0) return;
-    const until = new Date(Date.now() + this.options.leaseMs);
-    try {
-      await this.store.emails.extendLeases([...unfinished.keys()], leaseToken, until);
-      for (const email of unfinished.values()) email.next_attempt_at = until.toISOString();
-    } catch (err) {
-      // The claim runs out as it would have; the next extension may yet hold it.
-      this.logger.warn({ err }, 'extending the claim on emails being sent failed');
-    }
   }
 
   private broadcasts(): Promise<BroadcastMail> {
@@ -161,58 +137,28 @@ export class DeliveryWorker {
     return this.broadcastMail;
   }
 
-  /**
-   * Claims the next batch while the last quarter of the one before is still out, so that the relay's
-   * connections are not left idle at every batch's end, while its claim and building take their
-   * time: at most two batches are in hand at once.
-   */
-  private async loop(): Promise<void> {
-    let before: Promise<void> = Promise.resolve();
-    while (!this.stopping) {
-      try {
-        if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
-          this.lastPurge = Date.now();
-          await this.store.idempotency.purgeExpired(new Date());
-        }
-        const batch = await this.startBatch();
-        if (!batch) {
-          await before;
-          await new Promise((resolve) => setTimeout(resolve, this.options.idleMs));
-          continue;
-        }
-        await Promise.all([batch.nearlyDone, before]);
-        before = batch.done.catch((err) => this.logger[failureLevel(err)]({ err }, 'delivery round failed'));
-      } catch (err) {
-        this.logger[failureLevel(err)]({ err }, 'delivery round failed');
-        await new Promise((resolve) => setTimeout(resolve, this.options.idleMs * 10));
-      }
-    }
-    await before;
-  }
-
   /** `broadcast` is what became of a broadcast email before sending: its message, or why it is not sent. */
-  private async deliver(email: ClaimedEmail, suppressed: Suppressed, broadcast?: BroadcastOutcome): Promise<void> {
-    if (broadcast && 'cancel' in broadcast) return this.cancel(email, broadcast.cancel);
-    if (email.attempts > this.options.maxAttempts) {
-      const reason = `no outcome was recorded in ${this.options.maxAttempts} attempts${email.last_error ? `; the last error: ${email.last_error}` : ''}`;
-      return this.fail(email, reason.slice(0, 500));
-    }
-    if (broadcast && 'fail' in broadcast) return this.fail(email, broadcast.fail.slice(0, 500));
+  private async deliver(email: ClaimedEmail, needs: BatchNeeds, hold: Hold): Promise<void> {
+    const broadcast = needs.broadcast?.get(email.id);
+    if (broadcast && 'cancel' in broadcast) return this.cancel(email, hold, broadcast.cancel);
+    const spent = this.attempts.spent(email);
+    if (spent) return this.fail(email, hold, spent);
+    if (broadcast && 'fail' in broadcast) return this.fail(email, hold, broadcast.fail.slice(0, 500));
     const source = broadcast ? broadcast.send : email;
     // Mail from a verified domain is signed with its key, and its bounces come back to its return path.
-    const identity = await this.persist(email, () => this.senders.identity(source.from_address), "reading the sender's domain");
+    const identity = await hold.persist(() => this.senders.identity(source.from_address), "reading the sender's domain");
     let message: OutgoingMessage;
     try {
       message = toMessage(source, { ...identity, returnPaths: this.returnPaths });
     } catch (error) {
       // Nothing that building depends on can change: another attempt would fail the same way.
-      return this.fail(email, `the message could not be built: ${reasonOf(error)}`);
+      return this.fail(email, hold, `the message could not be built: ${reasonOf(error)}`);
     }
     // Read only now, for this email alone: attachments may be megabytes, and a claim holds many emails.
-    if (email.attachment_count > 0) message.attachments = toAttachments(await this.persist(email, () => this.store.emails.attachments(email.id), 'reading the attachments'));
+    if (email.attachment_count > 0) message.attachments = toAttachments(await hold.persist(() => this.store.emails.attachments(email.id), 'reading the attachments'));
     if (email.deferred_recipients !== null) message = onlyTo(message, JSON.parse(email.deferred_recipients));
-    const kept = withoutSuppressed(message, suppressed);
-    if ('withdraw' in kept) return this.suppress(email, kept.withdraw);
+    const kept = withoutSuppressed(message, needs.suppressed);
+    if ('withdraw' in kept) return this.suppress(email, hold, kept.withdraw);
     message = kept.send;
     let raw: string | undefined;
     let refused: Refusal[] | undefined;
@@ -222,27 +168,27 @@ export class DeliveryWorker {
     } catch (error) {
       const refusedAll = recipientRefusal(error, message.envelope.to);
       const deferredAll = recipientDeferral(error);
-      if (deferredAll.length > 0) return this.delay(email, deferral(deferredAll), { deferred: deferredAll, refused: refusedAll });
-      if (refusedAll) return this.bounce(email, refusedAll);
-      if (isPermanent(error)) return this.fail(email, reasonOf(error));
+      if (deferredAll.length > 0) return this.delay(email, hold, deferral(deferredAll), { deferred: deferredAll, refused: refusedAll });
+      if (refusedAll) return this.bounce(email, hold, refusedAll);
+      if (isPermanent(error)) return this.fail(email, hold, reasonOf(error));
       // No reply from the relay at all (refused, timed out, broken off): the operator's to mend, unlike
       // a relay that answers "try again later", which mail meets every day.
-      return this.delay(email, reasonOf(error), { level: (error as { responseCode?: number }).responseCode === undefined ? 'warn' : 'info' });
+      return this.delay(email, hold, reasonOf(error), { level: (error as { responseCode?: number }).responseCode === undefined ? 'warn' : 'info' });
     }
     // A broadcast email keeps no copy of its body: it is personalized again when read back.
     const text = !broadcast && message.text !== undefined ? message.text : null;
     if (deferred?.length) {
       // The relay took it for the others (unless it refused them all for good): it was sent, to them.
       const took = message.envelope.to.length > deferred.length + (refused?.length ?? 0);
-      return this.delay(email, deferral(deferred), { deferred, refused, ...(took && { sent: { messageId: message.messageId, text } }) });
+      return this.delay(email, hold, deferral(deferred), { deferred, refused, ...(took && { sent: { messageId: message.messageId, text } }) });
     }
     // Refused for every recipient, each in a transaction of its own: as one transaction refused whole.
-    if (refused?.length && refused.length >= message.envelope.to.length) return this.bounce(email, refused);
+    if (refused?.length && refused.length >= message.envelope.to.length) return this.bounce(email, hold, refused);
     // Not inside the try: a failure to record is not a failure to send. Recording is tried again while
     // the lease lasts; past it, the email comes due again and is sent again (at least once, never lost).
     const delivery = { id: email.id, lease_token: email.lease_token, messageId: message.messageId, text, raw };
-    if (!(await this.persist(email, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
-    if (refused?.length) await this.persist(email, () => this.store.reports.apply(email.id, bounced(refusal(refused), refused.map((r) => r.address)), new Date()));
+    if (!(await this.record(hold, () => this.outcomes.record(delivery)))) this.leaseLost(email.id, 'delivered');
+    if (refused?.length) await this.record(hold, () => this.store.reports.apply(email.id, bounced(refusal(refused), refused.map((r) => r.address)), new Date()));
   }
 
   /**
@@ -254,62 +200,52 @@ export class DeliveryWorker {
    */
   private async delay(
     email: ClaimedEmail,
+    hold: Hold,
     reason: string,
     { deferred, refused, sent, level = 'info' }: { deferred?: Refusal[]; refused?: Refusal[] | undefined; sent?: { messageId: string; text: string | null }; level?: 'info' | 'warn' } = {},
   ): Promise<void> {
     const bounce = refused?.length ? refusal(refused) : undefined;
     const partly: PartlyTaken = { sent: sent && { ...sent, final: this.transport.final }, refused: bounce && { bounce, addresses: suppressed(bounce, refused!) } };
-    if (email.attempts >= this.options.maxAttempts) return this.fail(email, reason, partly);
-    const ceiling = Math.min(this.options.retryMaxMs, this.options.retryBaseMs * 2 ** (email.attempts - 1));
-    const retryAt = new Date(Date.now() + Math.random() * ceiling);
+    const retryAt = this.attempts.retryAt(email.attempts);
+    if (!retryAt) return this.fail(email, hold, reason, partly);
     this.logger[level]({ emailId: email.id, attempts: email.attempts, retryAt, reason }, 'delivery delayed');
     // Not `delivered` while some recipients wait: that comes with the last of them.
     const later = { deferred: deferred?.map((d) => d.address), sent, refused: partly.refused };
-    if (!(await this.persist(email, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), later)))) this.leaseLost(email.id, 'delivery_delayed');
+    if (!(await this.record(hold, () => this.store.emails.markDelayed(email, reason, retryAt, new Date(), later)))) this.leaseLost(email.id, 'delivery_delayed');
   }
 
-  private async suppress(email: ClaimedEmail, data: SuppressedData): Promise<void> {
+  private async suppress(email: ClaimedEmail, hold: Hold, data: SuppressedData): Promise<void> {
     this.logger.info({ emailId: email.id }, 'delivery suppressed');
-    if (!(await this.persist(email, () => this.store.emails.markSuppressed(email, data, data.suppressed.message, new Date())))) this.leaseLost(email.id, 'suppressed');
+    if (!(await this.record(hold, () => this.store.emails.markSuppressed(email, data, data.suppressed.message, new Date())))) this.leaseLost(email.id, 'suppressed');
   }
 
-  private async bounce(email: ClaimedEmail, refused: Refusal[]): Promise<void> {
+  private async bounce(email: ClaimedEmail, hold: Hold, refused: Refusal[]): Promise<void> {
     const bounce = refusal(refused);
     this.logger.warn({ emailId: email.id, reason: bounce.message }, 'delivery bounced');
     const addresses = suppressed(bounce, refused);
-    if (!(await this.persist(email, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');
+    if (!(await this.record(hold, () => this.store.emails.markBounced(email, bounce, addresses, new Date())))) this.leaseLost(email.id, 'bounced');
   }
 
   /** `partly`: what the relay did with the recipients it did not defer, recorded before the failure. */
-  private async fail(email: ClaimedEmail, reason: string, partly?: PartlyTaken): Promise<void> {
+  private async fail(email: ClaimedEmail, hold: Hold, reason: string, partly?: PartlyTaken): Promise<void> {
     this.logger.warn({ emailId: email.id, attempts: email.attempts, reason }, 'delivery failed');
-    if (!(await this.persist(email, () => this.store.emails.markFailed(email, reason, new Date(), partly)))) this.leaseLost(email.id, 'failed');
+    if (!(await this.record(hold, () => this.store.emails.markFailed(email, reason, new Date(), partly)))) this.leaseLost(email.id, 'failed');
   }
 
-  private async cancel(email: ClaimedEmail, reason: string): Promise<void> {
+  private async cancel(email: ClaimedEmail, hold: Hold, reason: string): Promise<void> {
     this.logger.info({ emailId: email.id, reason }, 'delivery canceled');
-    if (!(await this.persist(email, () => this.store.emails.markCanceled(email, reason, new Date())))) this.leaseLost(email.id, 'canceled');
+    if (!(await this.record(hold, () => this.store.emails.markCanceled(email, reason, new Date())))) this.leaseLost(email.id, 'canceled');
   }
 
-  /** Records an outcome (or reads what a claimed batch needs) while the claim lasts: see server/store/retryWhileClaimed.ts. */
-  private persist<T>(email: ClaimedEmail, outcome: () => Promise<T>, what = 'recording a delivery outcome'): Promise<T> {
-    return retryWhileClaimed(email.next_attempt_at, outcome, {
-      stopping: () => this.stopping,
-      onRetry: (err) => this.logger.warn({ err, emailId: email.id }, `${what} failed; trying again`),
-    });
+  /** Records an outcome while the lease lasts. */
+  private record<T>(hold: Hold, outcome: () => Promise<T>): Promise<T> {
+    return hold.persist(outcome, 'recording a delivery outcome');
   }
 
   /** The claim ran out and another worker holds the email, or it already has its outcome. */
   private leaseLost(emailId: string, outcome: string): void {
     this.logger.warn({ emailId, outcome }, 'outcome not recorded: this worker no longer holds the email');
   }
-}
-
-/** A promise and what settles it. */
-function settledOnce(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((settle) => (resolve = settle));
-  return { promise, resolve };
 }
 
 const reasonOf = (error: unknown) => {

@@ -1,15 +1,16 @@
 // Emails and the outbox they wait in. Workers claim due rows by pushing next_attempt_at forward by a
 // lease; a worker that dies leaves its rows to come due again when the lease runs out, so nothing
 // accepted is lost (delivery is at least once). On PostgreSQL claims skip rows other workers hold.
-// Each claim also sets a token of its own, and an outcome is recorded only with the token of the claim
-// that holds the row, and only while it is pending: a worker whose lease ran out, or a late answer,
-// can neither undo another worker's outcome nor overwrite `sent` or `failed`. Every outcome is
-// recorded with its event (store/events.ts) in one transaction.
-import { randomUUID } from 'node:crypto';
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
+// Each claim also sets a token of its own (the lease rules every outbox shares: store/leases.ts), and
+// an outcome is recorded only with the token of the claim that holds the row, and only while it is
+// pending: a worker whose lease ran out, or a late answer, can neither undo another worker's outcome
+// nor overwrite `sent` or `failed`. Every outcome is recorded with its event (store/events.ts) in one
+// transaction.
+import { sql, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction, type Updateable } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailAttachmentTable, type EmailEvent, type EmailTable, type Tables } from './database.ts';
 import type { EventStore, NewEvent } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { extendLeases, heldBy, newLease, type LeaseRules } from './leases.ts';
 import { keptText } from './outsideText.ts';
 import { prepared, preparedInsert } from './prepared.ts';
 import { bounceSuppressions, suppress } from './suppressions.ts';
@@ -44,11 +45,8 @@ const PENDING: EmailEvent[] = ['queued', 'scheduled', 'delivery_delayed'];
 /** Why a scheduled email could not be rescheduled or canceled. */
 export type ScheduleRefusal = { refused: 'not_found' } | { refused: 'last_event'; last_event: EmailEvent } | { refused: 'sending' };
 
-/** The row this lease holds, while it is still pending. */
-const heldBy =
-  ({ id, lease_token }: Lease) =>
-  (eb: ExpressionBuilder<Tables, 'emails'>) =>
-    eb.and([eb('id', '=', id), eb('lease_token', '=', lease_token), eb('last_event', 'in', PENDING)]);
+/** The outbox's leases (store/leases.ts): an email is open while it is pending, and its lease ends when it comes due again. */
+const LEASES: LeaseRules = { table: 'emails', endsAt: 'next_attempt_at', open: sql<SqlBool>`last_event in (${sql.join(PENDING)})` };
 
 export class EmailStore {
   /** Emails in (created_at, id) order, as emails_newest_first holds them. */
@@ -74,7 +72,7 @@ export class EmailStore {
     this.recordSending = prepared(db, (slot: (name: 'id' | 'lease_token' | 'last_event' | 'message_id' | 'text' | 'updated_at') => string) =>
       db
         .updateTable('emails')
-        .where(heldBy({ id: slot('id'), lease_token: slot('lease_token') }))
+        .where(heldBy(LEASES, slot('id'), slot('lease_token')))
         .set({ last_event: slot('last_event') as EmailEvent, message_id: slot('message_id'), text: slot('text'), last_error: null, updated_at: slot('updated_at'), lease_token: null, deferred_recipients: null })
         .returning('id'),
     );
@@ -144,10 +142,11 @@ export class EmailStore {
    * email through emails_by_state (19 ms a claim with 100,000 queued, against 1.4 ms without).
    */
   async claimNextBatch(limit: number, now: Date, leaseMs: number): Promise<ClaimedEmail[]> {
+    const { lease_token, ends } = newLease(now, leaseMs);
     const claim = (db: Kysely<Tables>) =>
       db
         .updateTable('emails')
-        .set((eb) => ({ next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), attempts: eb('attempts', '+', 1), lease_token: randomUUID() }))
+        .set((eb) => ({ next_attempt_at: ends, attempts: eb('attempts', '+', 1), lease_token }))
         .where('id', 'in', this.dueEmails(limit, now));
     if (this.dialect === 'sqlite') return (await claim(this.db).returningAll().execute()) as ClaimedEmail[];
     return inIndexOrder(this.db, async (tx) => (await claim(tx).where('last_event', 'in', PENDING).returningAll().execute()) as ClaimedEmail[]);
@@ -158,9 +157,8 @@ export class EmailStore {
    * a worker still sending them (a slow relay, or a long wait for its connections) keeps them from
    * coming due for another worker, which would send them again.
    */
-  async extendLeases(ids: string[], leaseToken: string, until: Date): Promise<void> {
-    if (ids.length === 0) return;
-    await this.db.updateTable('emails').set({ next_attempt_at: until.toISOString() }).where('id', 'in', ids).where('lease_token', '=', leaseToken).where('last_event', 'in', PENDING).execute();
+  extendLeases(ids: string[], leaseToken: string, until: Date): Promise<void> {
+    return extendLeases(this.db, LEASES, ids, leaseToken, until);
   }
 
   /**
@@ -258,7 +256,7 @@ export class EmailStore {
     const updated_at = at.toISOString();
     return this.db.transaction().execute(async (tx) => {
       const last_error = change.last_error === null ? null : keptText(change.last_error);
-      const result = await tx.updateTable('emails').where(heldBy(lease)).set({ ...change, last_error, updated_at, lease_token: null }).executeTakeFirst();
+      const result = await tx.updateTable('emails').where(heldBy(LEASES, lease.id, lease.lease_token)).set({ ...change, last_error, updated_at, lease_token: null }).executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) return false;
       await this.events.record(tx, [event].flat().map((e) => ({ ...e, email_id: lease.id, created_at: updated_at })));
       await also?.(tx, updated_at);

@@ -1,12 +1,13 @@
-// The fan-out's SQL: a worker claims one due broadcast with a lease, then writes its outbox rows chunk
-// by chunk in contact-id order. Each chunk is one transaction that first renews the lease (only while
-// the token still holds and the broadcast is still `queued`), then inserts one email per eligible
-// contact straight from a SELECT (no row passes through the process, so memory does not grow with the
-// segment), then records how far it got. The (broadcast, contact) pair is unique in the outbox, so a
-// chunk written again after a crash or a lost lease writes nobody twice.
-import { randomUUID } from 'node:crypto';
-import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+// The fan-out's SQL: a worker claims one due broadcast with a lease (the rules every outbox shares:
+// store/leases.ts), then writes its outbox rows chunk by chunk in contact-id order. Each chunk is one
+// transaction that first renews the lease (only while the token still holds and the broadcast is still
+// `queued`), then inserts one email per eligible contact straight from a SELECT (no row passes through
+// the process, so memory does not grow with the segment), then records how far it got. The
+// (broadcast, contact) pair is unique in the outbox, so a chunk written again after a crash or a lost
+// lease writes nobody twice.
+import { sql, type Expression, type ExpressionBuilder, type Kysely, type RawBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { DialectName, Tables } from './database.ts';
+import { giveBack, heldBy, newLease, type LeaseRules } from './leases.ts';
 
 /** What the fan-out needs of the broadcast it holds. */
 export interface HeldBroadcast {
@@ -20,6 +21,9 @@ export interface HeldBroadcast {
 }
 
 export type ChunkOutcome = 'more' | 'done' | 'lost';
+
+/** The fan-out's leases (store/leases.ts): a broadcast is open while it is `queued`. */
+const LEASES: LeaseRules = { table: 'broadcasts', endsAt: 'lease_expires_at', open: sql<SqlBool>`status = ${'queued'}` };
 
 export class FanoutStore {
   constructor(
@@ -38,7 +42,8 @@ export class FanoutStore {
         eb.or([eb('status', '=', 'queued'), eb.and([eb('status', '=', 'scheduled'), eb('scheduled_at', '<=', at)])]),
         eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<=', at)]),
       ]);
-    const claim = { status: 'queued' as const, lease_token: randomUUID(), lease_expires_at: new Date(now.getTime() + leaseMs).toISOString() };
+    const { lease_token, ends } = newLease(now, leaseMs);
+    const claim = { status: 'queued' as const, lease_token, lease_expires_at: ends };
     const held = ['broadcasts.id', 'segment_id', 'topic_id', 'from_address', 'subject', 'reply_to', 'lease_token'] as const;
     const next = this.db.selectFrom('broadcasts').select('id').where(due).orderBy('created_at').limit(1);
     if (this.dialect === 'sqlite') {
@@ -67,9 +72,7 @@ export class FanoutStore {
       const renewed = await tx
         .updateTable('broadcasts')
         .set({ lease_expires_at: new Date(now.getTime() + leaseMs).toISOString() })
-        .where('id', '=', held.id)
-        .where('lease_token', '=', held.lease_token)
-        .where('status', '=', 'queued')
+        .where(heldBy(LEASES, held.id, held.lease_token))
         .returning('fanout_after')
         .executeTakeFirst();
       if (!renewed) return 'lost';
@@ -95,9 +98,9 @@ export class FanoutStore {
     });
   }
 
-  /** Gives the broadcast up at once (the worker is stopping), so that another can take it over without waiting out the lease. */
-  async release(held: HeldBroadcast): Promise<void> {
-    await this.db.updateTable('broadcasts').set({ lease_token: null, lease_expires_at: null }).where('id', '=', held.id).where('lease_token', '=', held.lease_token).execute();
+  /** Gives the broadcast up at once (the worker is stopping, or a chunk failed), so that another can take it over without waiting out the lease. */
+  release(held: HeldBroadcast): Promise<void> {
+    return giveBack(this.db, LEASES, held, new Date());
   }
 
   /**

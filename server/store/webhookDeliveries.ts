@@ -1,13 +1,14 @@
 // The webhook outbox: one row per event owed to a webhook, written with the event (store/events.ts).
-// Workers claim due rows as the email outbox does (store/emails.ts): the claim pushes next_attempt_at
-// forward by a lease and sets a token of its own, so a worker that dies gives its rows back when the
-// lease runs out (delivery is at least once), and an outcome is recorded only by the claim that holds
-// the row, only while it is pending. On PostgreSQL claims skip rows other workers hold.
-import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Selectable } from 'kysely';
+// Workers claim due rows as the email outbox does (store/emails.ts), under the same lease rules
+// (store/leases.ts): the claim pushes next_attempt_at forward by a lease and sets a token of its own,
+// so a worker that dies gives its rows back when the lease runs out (delivery is at least once), and an
+// outcome is recorded only by the claim that holds the row, only while it is pending. On PostgreSQL
+// claims skip rows other workers hold.
+import { sql, type Kysely, type Selectable, type SqlBool } from 'kysely';
 import { inIndexOrder, type DialectName, type EmailTable, type EventTable, type Tables, type WebhookDeliveryTable, type WebhookTable } from './database.ts';
 import { webhookMessageIdsAt } from './events.ts';
 import { keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { heldBy, newLease, type LeaseRules } from './leases.ts';
 import { keptText } from './outsideText.ts';
 import { dropOwed } from './webhooks.ts';
 
@@ -29,6 +30,9 @@ export type DeliveryOutcome = Lease & { status: number | null } & (
     | { state: 'pending'; error: string; retryAt: Date }
     | { state: 'failed'; error: string }
   );
+
+/** The outbox's leases (store/leases.ts): a delivery is open while it is pending, and its lease ends when it comes due again. */
+const LEASES: LeaseRules = { table: 'webhook_deliveries', endsAt: 'next_attempt_at', open: sql<SqlBool>`state = ${'pending'}` };
 
 export class WebhookDeliveryStore {
   constructor(
@@ -123,7 +127,8 @@ export class WebhookDeliveryStore {
    */
   async claimDue(limits: Map<string, number>, now: Date, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limits.size === 0) return [];
-    const claim = { next_attempt_at: new Date(now.getTime() + leaseMs).toISOString(), lease_token: randomUUID() };
+    const { lease_token, ends } = newLease(now, leaseMs);
+    const claim = { next_attempt_at: ends, lease_token };
     if (this.dialect === 'postgres') {
       // Materialized, as in store/fanout.ts: as `id IN (subquery)` PostgreSQL may run the subquery once
       // per row it updates, each run skipping the rows the last one locked, and claim far past the limits.
@@ -230,9 +235,7 @@ export class WebhookDeliveryStore {
       const rows = await tx
         .updateTable('webhook_deliveries')
         .set({ state: 'delivered', last_status: status, last_error: null, lease_token: null, updated_at })
-        .where('id', 'in', ids)
-        .where('lease_token', '=', lease_token)
-        .where('state', '=', 'pending')
+        .where(heldBy(LEASES, ids, lease_token))
         .returning('id')
         .execute();
       return rows.map((row) => row.id);
@@ -249,9 +252,7 @@ export class WebhookDeliveryStore {
         const row = await tx
           .updateTable('webhook_deliveries')
           .set(set)
-          .where('id', '=', outcome.id)
-          .where('lease_token', '=', outcome.lease_token)
-          .where('state', '=', 'pending')
+          .where(heldBy(LEASES, outcome.id, outcome.lease_token))
           .returning('id')
           .executeTakeFirst();
         if (row) recorded.push(row.id);
@@ -280,7 +281,7 @@ export class WebhookDeliveryStore {
   /** Drops claimed deliveries that are no longer owed (their webhook was deleted or disabled meanwhile). */
   async discard(leases: Lease[]): Promise<void> {
     for (const { id, lease_token } of leases) {
-      await this.db.deleteFrom('webhook_deliveries').where('id', '=', id).where('lease_token', '=', lease_token).execute();
+      await this.db.deleteFrom('webhook_deliveries').where(heldBy(LEASES, id, lease_token)).execute();
     }
   }
 

@@ -1,18 +1,19 @@
-// The webhook outbox worker: claims due deliveries (server/store/webhookDeliveries.ts), posts each,
-// signed, to its endpoint, and records how it went. Up to `concurrency` posts are in flight at once,
-// in no particular order, each enabled webhook holding an equal share of them at most. A delivery
-// that fails is tried again on Resend's schedule with the same `svix-id`, then ends `failed`; a
-// webhook whose deliveries keep failing every attempt is disabled.
+// The webhook outbox worker: claims due deliveries (server/store/webhookDeliveries.ts) through the
+// runner every outbox shares (server/outbox/runner.ts), posts each, signed, to its endpoint, and
+// records how it went. Up to `concurrency` posts are in flight at once, in no particular order, each
+// enabled webhook holding an equal share of them at most. Posts end within `timeoutMs`, shorter than
+// the lease, which is not extended. A delivery that fails is tried again on Resend's schedule with the
+// same `svix-id` (server/outbox/attempts.ts), then ends `failed`; a webhook whose deliveries keep
+// failing every attempt is disabled.
 // Ended deliveries are deleted once older than `keepEndedMs` (WEBHOOK_KEEP_DAYS, 30 days by default).
 // `npm start` runs it in the HTTP server's thread (server/server.ts), `npm run worker` beside the
-// delivery worker (server/worker.ts).
-import { setTimeout as sleep } from 'node:timers/promises';
+// delivery worker (server/bin/worker.ts).
 import type { Logger } from 'pino';
+import { Attempts, schedule } from '../outbox/attempts.ts';
+import { OutboxRunner, type Hold } from '../outbox/runner.ts';
 import { GroupCommit } from '../store/groupCommit.ts';
 import type { Store } from '../store/index.ts';
-import { retryWhileClaimed } from '../store/retryWhileClaimed.ts';
 import type { ClaimedDelivery, DeliveryContext, DeliveryOutcome } from '../store/webhookDeliveries.ts';
-import { failureLevel } from '../store/database.ts';
 import { payloadOf } from './payload.ts';
 import { WebhookPoster } from './post.ts';
 import { signedHeaders } from './signature.ts';
@@ -56,12 +57,11 @@ const WEBHOOKS_FRESH_MS = 1000;
 const PURGE_EVERY_MS = 60_000;
 
 export class WebhookDispatcher {
-  private running: Promise<void> | undefined;
-  private stopping = false;
-  private lastPurge = 0;
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly outbox: OutboxRunner<ClaimedDelivery, Map<string, DeliveryContext>>;
+  private readonly attempts: Attempts;
   /** Posts in flight, by webhook. */
   private readonly postingTo = new Map<string, number>();
+  private inFlight = 0;
   /** The enabled webhooks, as last read, and when. */
   private webhookIds: string[] = [];
   private webhooksReadAt = -Infinity;
@@ -81,44 +81,75 @@ export class WebhookDispatcher {
     private readonly options: WebhookOptions = DEFAULT_WEBHOOKS,
   ) {
     this.poster = new WebhookPoster(options);
+    this.attempts = new Attempts(options.retryScheduleMs.length + 1, schedule(options.retryScheduleMs));
+    const deliveries = store.webhookDeliveries;
+    this.outbox = new OutboxRunner<ClaimedDelivery, Map<string, DeliveryContext>>(
+      {
+        room: (free, inHand) => this.room(free, inHand),
+        claim: (_limit, now, leaseMs) => deliveries.claimDue(this.claimLimits(this.turn++), now, leaseMs),
+        prepare: (claimed, hold) => hold.persist(() => deliveries.contextOf(claimed.map((d) => d.id)), 'reading what claimed deliveries need'),
+        work: (delivery, contexts, hold) => this.posting(delivery, () => this.deliver(delivery, contexts.get(delivery.id), hold)),
+        tidy: async () => {
+          await deliveries.purgeEnded(new Date(Date.now() - this.options.keepEndedMs));
+          await deliveries.dropUnowed();
+        },
+      },
+      logger,
+      // Caught up, a claim lets a few events gather before the next, so that it takes them in one
+      // transaction rather than a claim per event taking the database's write lock from delivery each
+      // time. With every share taken, a webhook created meanwhile is looked for again within a second.
+      {
+        name: 'webhook delivery',
+        itemKey: 'deliveryId',
+        leaseMs: options.leaseMs,
+        idleMs: options.idleMs,
+        capacity: options.concurrency,
+        gatherMs: GATHER_MS,
+        recheckMs: WEBHOOKS_FRESH_MS,
+        tidyEveryMs: PURGE_EVERY_MS,
+      },
+    );
   }
 
   start(): void {
-    this.running ??= this.loop();
+    this.outbox.start();
   }
 
   /** Finishes the posts in flight and records them, then stops; unclaimed deliveries wait for the next worker. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    await this.running;
+    await this.outbox.stop();
     this.poster.close();
   }
 
-  /** Claims as many due deliveries as each webhook has free slots for and starts posting them; returns how many. */
-  async runOnce(now = new Date()): Promise<number> {
+  /** Claims as many due deliveries as each webhook has free slots for and posts them; returns how many. */
+  runOnce(now = new Date()): Promise<number> {
+    return this.outbox.runOnce(now);
+  }
+
+  /**
+   * How many deliveries to claim now. While posts are in flight, claims wait for half a webhook's share
+   * of the slots to be free: one claim of many rows costs about what a claim of one does.
+   */
+  private async room(free: number, inHand: number): Promise<number> {
     await this.readWebhooks();
-    const limits = this.claimLimits();
-    this.turn++;
-    if (limits.size === 0) return 0;
-    const claimed = await this.store.webhookDeliveries.claimDue(limits, now, this.options.leaseMs);
-    if (claimed.length === 0) return 0;
-    // Read again while the claim lasts if the database fails meanwhile: a round that gave up here
-    // would leave the deliveries claimed and unposted until their lease ran out.
-    const contexts = await this.persist(claimed[0]!, () => this.store.webhookDeliveries.contextOf(claimed.map((d) => d.id)), 'reading what claimed deliveries need');
-    for (const delivery of claimed) {
-      // The database out of reach as the worker stops is a warning, as everywhere: the lease runs out and the delivery is posted again.
-      const posting = this.deliver(delivery, contexts.get(delivery.id)).catch((err) => this.logger[failureLevel(err)]({ err, deliveryId: delivery.id }, 'webhook delivery failed unexpectedly'));
-      const webhookId = delivery.webhook_id;
-      this.inFlight.add(posting);
-      this.postingTo.set(webhookId, (this.postingTo.get(webhookId) ?? 0) + 1);
-      void posting.finally(() => {
-        this.inFlight.delete(posting);
-        const left = this.postingTo.get(webhookId)! - 1;
-        if (left > 0) this.postingTo.set(webhookId, left);
-        else this.postingTo.delete(webhookId);
-      });
+    let claimable = 0;
+    for (const limit of this.claimLimits(this.turn, free).values()) claimable += limit;
+    return inHand > 0 && claimable < Math.ceil(this.share() / 2) ? 0 : claimable;
+  }
+
+  /** Counts the delivery's post against its webhook's share while `post` runs. */
+  private async posting(delivery: ClaimedDelivery, post: () => Promise<void>): Promise<void> {
+    const webhookId = delivery.webhook_id;
+    this.inFlight++;
+    this.postingTo.set(webhookId, (this.postingTo.get(webhookId) ?? 0) + 1);
+    try {
+      await post();
+    } finally {
+      this.inFlight--;
+      const left = this.postingTo.get(webhookId)! - 1;
+      if (left > 0) this.postingTo.set(webhookId, left);
+      else this.postingTo.delete(webhookId);
     }
-    return claimed.length;
   }
 
   /** The post slots each webhook may use: an equal share of them all. */
@@ -127,21 +158,22 @@ export class WebhookDispatcher {
   }
 
   /**
-   * How many due deliveries of each webhook a claim may take now: its share of the slots less its
-   * posts in flight, while free slots last (100 a claim at most). So an endpoint that hangs, or is
-   * slow, holds its share of the slots at most, and the other webhooks' events go on being posted.
+   * How many due deliveries of each webhook a claim may take now, starting with the webhook whose
+   * `turn` it is: its share of the slots less its posts in flight, while free slots last (100 a claim
+   * at most). So an endpoint that hangs, or is slow, holds its share of the slots at most, and the
+   * other webhooks' events go on being posted.
    */
-  private claimLimits(): Map<string, number> {
+  private claimLimits(turn: number, free = this.options.concurrency - this.inFlight): Map<string, number> {
     const ids = this.webhookIds;
     const share = this.share();
-    let free = Math.min(this.options.concurrency - this.inFlight.size, 100);
+    let left = Math.min(free, 100);
     const limits = new Map<string, number>();
-    for (let i = 0; i < ids.length && free > 0; i++) {
-      const id = ids[(this.turn + i) % ids.length]!;
-      const take = Math.min(share - (this.postingTo.get(id) ?? 0), free);
+    for (let i = 0; i < ids.length && left > 0; i++) {
+      const id = ids[(turn + i) % ids.length]!;
+      const take = Math.min(share - (this.postingTo.get(id) ?? 0), left);
       if (take <= 0) continue;
       limits.set(id, take);
-      free -= take;
+      left -= take;
     }
     return limits;
   }
@@ -152,67 +184,33 @@ export class WebhookDispatcher {
     this.webhooksReadAt = Date.now();
   }
 
-  private async loop(): Promise<void> {
-    while (!this.stopping) {
-      try {
-        if (Date.now() - this.lastPurge > PURGE_EVERY_MS) {
-          this.lastPurge = Date.now();
-          await this.store.webhookDeliveries.purgeEnded(new Date(Date.now() - this.options.keepEndedMs));
-          await this.store.webhookDeliveries.dropUnowed();
-        }
-        await this.readWebhooks();
-        const claimable = [...this.claimLimits().values()].reduce((sum, n) => sum + n, 0);
-        // Claims wait for half a webhook's share of the slots to be free: one claim of many rows costs
-        // about what a claim of one does. With every share taken, a webhook created meanwhile is
-        // looked for again within a second.
-        if (this.inFlight.size > 0 && claimable < Math.ceil(this.share() / 2)) {
-          await Promise.race(claimable === 0 ? [...this.inFlight, sleep(WEBHOOKS_FRESH_MS)] : this.inFlight);
-          continue;
-        }
-        const claimed = await this.runOnce();
-        if (claimed === 0) await sleep(this.options.idleMs);
-        // Caught up: let a few events gather, so that the next claim takes them in one transaction
-        // rather than a claim per event taking the database's write lock from delivery each time.
-        else if (claimed < claimable) await sleep(Math.min(GATHER_MS, this.options.idleMs));
-      } catch (err) {
-        // The claimed rows' leases run out and they come due again, here or elsewhere.
-        this.logger[failureLevel(err)]({ err }, 'webhook round failed');
-        await sleep(this.options.idleMs * 10);
-      }
-    }
-    await Promise.allSettled(this.inFlight);
-  }
-
-  private async deliver(delivery: ClaimedDelivery, context: DeliveryContext | undefined): Promise<void> {
+  private async deliver(delivery: ClaimedDelivery, context: DeliveryContext | undefined, hold: Hold): Promise<void> {
     const lease = { id: delivery.id, lease_token: delivery.lease_token };
     if (!context?.webhook || context.webhook.status !== 'enabled') {
       // Deleted or disabled after the event was recorded: nothing is owed any more.
       await this.store.webhookDeliveries.discard([lease]);
       return;
     }
-    const attempts = this.options.retryScheduleMs.length + 1;
-    if (delivery.attempts > attempts) {
-      const error = `no outcome was recorded in ${attempts} attempts${delivery.last_error ? `; the last error: ${delivery.last_error}` : ''}`;
-      return this.finish(delivery, { ...lease, state: 'failed', status: delivery.last_status, error: error.slice(0, 500) });
-    }
+    const spent = this.attempts.spent(delivery);
+    if (spent) return this.finish(delivery, hold, { ...lease, state: 'failed', status: delivery.last_status, error: spent });
     const payload = payloadOf(context);
-    if ('missing' in payload) return this.finish(delivery, { ...lease, state: 'failed', status: null, error: payload.missing });
+    if ('missing' in payload) return this.finish(delivery, hold, { ...lease, state: 'failed', status: null, error: payload.missing });
     const body = JSON.stringify(payload);
     const { endpoint, signing_secret, previous_signing_secret, previous_secret_expires_at } = context.webhook;
     const now = new Date();
     const previousSigns = previous_signing_secret !== null && previous_secret_expires_at !== null && new Date(previous_secret_expires_at) > now;
     const headers = signedHeaders(previousSigns ? [signing_secret, previous_signing_secret] : [signing_secret], delivery.id, now, body);
     const { status, error } = await this.outcomes.awaiting(() => this.poster.post(endpoint, headers, body));
-    if (error === undefined) return this.finish(delivery, { ...lease, state: 'delivered', status });
-    if (delivery.attempts >= attempts) return this.finish(delivery, { ...lease, state: 'failed', status, error });
-    const retryAt = new Date(Date.now() + this.options.retryScheduleMs[delivery.attempts - 1]!);
+    if (error === undefined) return this.finish(delivery, hold, { ...lease, state: 'delivered', status });
+    const retryAt = this.attempts.retryAt(delivery.attempts);
+    if (!retryAt) return this.finish(delivery, hold, { ...lease, state: 'failed', status, error });
     this.logger.info({ deliveryId: delivery.id, webhookId: delivery.webhook_id, attempts: delivery.attempts, retryAt, error }, 'webhook delivery failed; trying again later');
-    await this.finish(delivery, { ...lease, state: 'pending', status, error, retryAt });
+    await this.finish(delivery, hold, { ...lease, state: 'pending', status, error, retryAt });
   }
 
   /** Records the outcome; a delivery that ended failed may disable its webhook. */
-  private async finish(delivery: ClaimedDelivery, outcome: DeliveryOutcome): Promise<void> {
-    const recorded = await this.persist(delivery, () => this.outcomes.record(outcome));
+  private async finish(delivery: ClaimedDelivery, hold: Hold, outcome: DeliveryOutcome): Promise<void> {
+    const recorded = await hold.persist(() => this.outcomes.record(outcome), 'recording a webhook outcome');
     if (!recorded) {
       this.logger.warn({ deliveryId: delivery.id, state: outcome.state }, 'outcome not recorded: this worker no longer holds the delivery');
       return;
@@ -224,13 +222,5 @@ export class WebhookDispatcher {
     if (await this.store.webhookDeliveries.disableIfFailing(delivery.webhook_id, threshold, reason, new Date())) {
       this.logger.warn({ webhookId: delivery.webhook_id, reason }, 'webhook disabled');
     }
-  }
-
-  /** Records the outcome (or reads what claimed deliveries need) while the claim lasts: see server/store/retryWhileClaimed.ts. */
-  private persist<T>(delivery: ClaimedDelivery, attempt: () => Promise<T>, what = 'recording a webhook outcome'): Promise<T> {
-    return retryWhileClaimed(delivery.next_attempt_at, attempt, {
-      stopping: () => this.stopping,
-      onRetry: (err) => this.logger.warn({ err, deliveryId: delivery.id }, `${what} failed; trying again`),
-    });
   }
 }

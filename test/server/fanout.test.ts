@@ -1,7 +1,7 @@
 // The broadcast fan-out on SQLite and PostgreSQL, over a segment written straight into the tables: one
 // outbox email per eligible contact and none for the others, whatever the topic's default; nobody
-// twice when a chunk runs again, when a lease is taken over, or when two workers run at once; a
-// scheduled broadcast not before its time.
+// twice when a chunk runs again, when a lease is taken over, when a worker stops or fails part way, or
+// when two workers run at once; a scheduled broadcast not before its time.
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FANOUT, FanoutWorker } from '../../server/broadcasts/fanout.ts';
@@ -9,6 +9,7 @@ import { openStore } from '../../server/store/index.ts';
 import { backends } from '../support/backends.ts';
 import { addContacts, addSegment, addTopic, outboxOf } from '../support/recipients.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { eventually, takeTableAway } from './faults.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const quiet = pino({ level: 'silent' });
@@ -152,6 +153,44 @@ describe.each(backends)('the fan-out on %s', (backend) => {
     const outbox = await outboxOf(db, id);
     expect(new Set(outbox.keys())).toEqual(eligible.none);
     expect([...outbox.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('gives its broadcast back when stopped part way, and the next worker resumes it at once, writing nobody twice', async () => {
+    const db = server.store.database.db;
+    const id = await sendBroadcast();
+    const stopping = worker(1);
+    stopping.start();
+    try {
+      await eventually(async () => (await outboxOf(db, id)).size > 0, 'the first chunk written', 400, 5);
+    } finally {
+      await stopping.stop();
+    }
+    const row = await statusOf(id);
+    expect(row).toMatchObject({ status: 'queued', lease_token: null });
+    expect((await outboxOf(db, id)).size).toBeLessThan(eligible.none.size);
+    // Not after its lease (a minute here) runs out: now.
+    const next = await server.store.fanout.claim(new Date(), 60_000);
+    expect(next?.id).toBe(id);
+    await server.store.fanout.release(next!);
+    await drain();
+    const outbox = await outboxOf(db, id);
+    expect(new Set(outbox.keys())).toEqual(eligible.none);
+    expect([...outbox.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('gives its broadcast back when a chunk fails, for the next round to resume it', async () => {
+    const db = server.store.database.db;
+    const id = await sendBroadcast();
+    const bringBack = await takeTableAway(db, 'segment_contacts');
+    try {
+      await expect(worker().runOnce()).rejects.toThrow();
+    } finally {
+      await bringBack();
+    }
+    expect(await statusOf(id)).toMatchObject({ status: 'queued', lease_token: null });
+    await drain();
+    expect(new Set((await outboxOf(db, id)).keys())).toEqual(eligible.none);
+    expect((await statusOf(id)).status).toBe('sent');
   });
 
   it('lets two workers run at once (on PostgreSQL each with its own connections): each broadcast fanned out once, nobody twice', async () => {
