@@ -3,57 +3,31 @@
 // listener a DSN (RFC 3464) or an ARF report (RFC 5965) about that other recipient. Messages leave
 // through a real SMTP server on 127.0.0.1, one transaction per recipient, each from a return path
 // signed for that recipient; reports are mailed to the listener as MTAs write them.
-import { createTransport } from 'nodemailer';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
-import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
+import { describe, expect, it } from 'vitest';
+import { startInbound } from '../../server/inbound/listener.ts';
 import { backends } from '../support/backends.ts';
-import { arf, dsn } from '../support/reports.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { deliverOnce } from '../support/delivery.ts';
+import { arf, dsn, mailReport, withInbound } from '../support/reports.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
 
 const quiet = pino({ level: 'silent' });
 const BOUNCE_DOMAIN = 'bounces.mailroom.test';
 const SIGNED_SINCE = 'return_paths_signed_since';
 
 describe.each(backends)('as a hostile recipient, on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  let inbound: InboundListener;
+  const server = withServer(backend);
+  const sink = withSink();
+  const inbound = withInbound(server);
 
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-    inbound = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await inbound.close();
-    await sink.close();
-    await server.close();
-  });
-
-  /** Mail to an inbound listener, as a remote MTA sends it: from the null return path. */
-  async function report(raw: string, to: string, listener = inbound) {
-    const transport = createTransport({ host: '127.0.0.1', port: listener.port, secure: false, ignoreTLS: true });
-    try {
-      return await transport.sendMail({ envelope: { from: '', to: [to] }, raw });
-    } finally {
-      transport.close();
-    }
-  }
+  const report = (raw: string, to: string, listener = inbound) => mailReport(listener, raw, to);
   /** Sends one email through a worker with a bounce domain; returns its id once the relay took it. */
   async function sent(fields: Record<string, unknown>): Promise<string> {
     const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'Acme <team@acme.dev>', subject: 'Hello', text: 'Hi', ...fields }) });
     expect(res.status).toBe(200);
     const { id } = await res.json();
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-    try {
-      await worker.runOnce();
-    } finally {
-      await worker.stop();
-    }
+    await deliverOnce(server, sink, { bounceDomain: BOUNCE_DOMAIN });
     return id;
   }
   const copiesOf = (id: string) => sink.received.filter((r) => r.mail.messageId === `<${id}@acme.dev>`);

@@ -1,14 +1,12 @@
 // What goes into a message: custom headers, address strings and display names can neither add a
 // recipient nor rewrite the MIME. Sent through a real delivery worker to a real SMTP server on
 // 127.0.0.1, which reports the RCPT TO list and the raw message; on SQLite and PostgreSQL.
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { describe, expect, it } from 'vitest';
 import { composeEmail } from '../../server/emails/compose.ts';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type Received, type SmtpSink } from '../support/smtp.ts';
+import { withWorker } from '../support/delivery.ts';
+import { withServer } from '../support/server.ts';
+import { withSink, type Received } from '../support/smtp.ts';
 
 const STRUCTURAL = ['Bcc', 'Cc', 'To', 'From', 'Sender', 'Reply-To', 'Return-Path', 'Content-Type', 'Content-Transfer-Encoding', 'MIME-Version', 'Message-ID', 'Date'];
 const spellings = (name: string) => [name, name.toLowerCase(), name.toUpperCase(), [...name].map((c, i) => (i % 2 ? c.toLowerCase() : c.toUpperCase())).join('')];
@@ -34,19 +32,9 @@ function topLevelHeaders(raw: string): string[] {
 }
 
 describe.each(backends)('message safety on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  let worker: DeliveryWorker;
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-    worker = new DeliveryWorker(server.store, smtpTransport(sink.url), pino({ level: 'silent' }), { ...DEFAULT_DELIVERY, maxAttempts: 1 });
-  });
-  afterAll(async () => {
-    await worker?.stop();
-    await sink?.close();
-    await server?.close();
-  });
+  const server = withServer(backend);
+  const sink = withSink();
+  const worker = withWorker(server, sink, { maxAttempts: 1 });
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     server.request(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }).then(async (res) => ({ status: res.status, body: await res.json() }));

@@ -1,12 +1,10 @@
 // GET /metrics: Prometheus text after real traffic, real deliveries through an SMTP server on 127.0.0.1
 // (one refused for good: bounced), and, on PostgreSQL, the pool's counts; METRICS=off removes it.
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
+import { describe, expect, it } from 'vitest';
 import { backends } from '../support/backends.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { deliverOnce } from '../support/delivery.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
 
 interface Sample {
   name: string;
@@ -35,16 +33,8 @@ function sample(samples: Sample[], name: string, labels: Record<string, string> 
 }
 
 describe.each(backends)('metrics on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await sink?.close();
-  });
+  const sink = withSink();
+  const server = withServer(backend);
 
   const json = (path: string, method: string, body: string) => server.request(path, { method, headers: { 'content-type': 'application/json' }, body });
   const scrape = async () => {
@@ -98,12 +88,7 @@ describe.each(backends)('metrics on %s', (backend) => {
 
     // A worker of its own, as `npm run worker` would be: its outcomes reach the metrics through the database.
     sink.refuse = (attempt) => (attempt === 2 ? 550 : undefined);
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), pino({ level: 'silent' }), { ...DEFAULT_DELIVERY, maxAttempts: 3 });
-    try {
-      expect(await worker.runOnce()).toBe(3);
-    } finally {
-      await worker.stop();
-    }
+    expect(await deliverOnce(server, sink, { maxAttempts: 3 })).toBe(3);
     expect((await json('/emails/batch', 'POST', JSON.stringify([send('four@example.com')]))).status).toBe(200);
 
     const after = await scrape();
@@ -141,11 +126,7 @@ describe.each(backends)('metrics on %s', (backend) => {
 });
 
 describe('with METRICS=off', () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer('sqlite', { config: { metrics: false } });
-  });
-  afterAll(() => server?.close());
+  const server = withServer('sqlite', { config: { metrics: false } });
 
   it('has no /metrics', async () => {
     const res = await fetch(`${server.url}/metrics`);

@@ -1,6 +1,27 @@
 // Bounce and complaint reports as raw RFC 5322 text, written the way MTAs and mailbox providers'
 // feedback loops write them: a delivery status notification (RFC 3464) as Postfix sends one, and an
-// ARF complaint report (RFC 5965) with the original message attached.
+// ARF complaint report (RFC 5965) with the original message attached; and the inbound listener they
+// are mailed to, with nodemailer, as a remote MTA mails them.
+import { createTransport } from 'nodemailer';
+import { pino } from 'pino';
+import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
+import type { TestServer } from './server.ts';
+import { forTheBlock } from './suite.ts';
+
+/** The inbound listener on 127.0.0.1, over the test server's store, for the describe block. */
+export function withInbound(server: TestServer): InboundListener {
+  return forTheBlock('the inbound listener', () => startInbound(server.store, pino({ level: 'silent' }), { port: 0, host: '127.0.0.1' }), (listener) => listener.close());
+}
+
+/** Mails `raw` to `listener` as a remote MTA mails a report: from the null return path. */
+export async function mailReport(listener: InboundListener, raw: string, to: string) {
+  const transport = createTransport({ host: '127.0.0.1', port: listener.port, secure: false, ignoreTLS: true });
+  try {
+    return await transport.sendMail({ envelope: { from: '', to: [to] }, raw });
+  } finally {
+    transport.close();
+  }
+}
 
 /** A DSN as Postfix writes one: a human part, the delivery-status fields, the returned headers. */
 export function dsn(o: { emailId?: string; envelopeId?: string; recipients: { address: string; action: string; status: string; diagnostic?: string }[] }): string {
