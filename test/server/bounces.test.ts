@@ -5,64 +5,40 @@
 // return path the sink received; the email's events, last_event and the suppression list follow.
 // A relay's synchronous 5xx is a Permanent bounce too. Junk mail is accepted and changes nothing.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createTransport } from 'nodemailer';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { returnPaths } from '../../server/delivery/returnPath.ts';
 import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
-import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
+import { startInbound } from '../../server/inbound/listener.ts';
 import { openStore } from '../../server/store/index.ts';
 import { backends } from '../support/backends.ts';
-import { startServerProcess } from '../support/process.ts';
-import { arf, dsn } from '../support/reports.ts';
-import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { deliverOnce } from '../support/delivery.ts';
+import { freePort, startServerProcess } from '../support/process.ts';
+import { arf, dsn, mailReport, withInbound } from '../support/reports.ts';
+import { TEST_KEY, withServer } from '../support/server.ts';
+import { startSmtpSink, withSink } from '../support/smtp.ts';
 import { eventually } from './faults.ts';
 
 const quiet = pino({ level: 'silent' });
 const BOUNCE_DOMAIN = 'bounces.mailroom.test';
 
 describe.each(backends)('bounces and complaints on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  let inbound: InboundListener;
+  const server = withServer(backend);
+  const sink = withSink();
+  const inbound = withInbound(server);
 
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-    inbound = await startInbound(server.store, quiet, { port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await inbound.close();
-    await sink.close();
-    await server.close();
-  });
-
-  /** Mail to the inbound listener, as a remote MTA sends it: from the null return path. */
-  async function report(raw: string, to: string) {
-    const transport = createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
-    try {
-      return await transport.sendMail({ envelope: { from: '', to: [to] }, raw });
-    } finally {
-      transport.close();
-    }
-  }
+  const report = (raw: string, to: string) => mailReport(inbound, raw, to);
   /** Sends one email through a worker with a bounce domain; returns its id once the relay took it. */
   async function sent(fields: Record<string, unknown>, bounceDomain: string | null = BOUNCE_DOMAIN): Promise<string> {
     const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'Acme <team@acme.dev>', subject: 'Hello', text: 'Hi', ...fields }) });
     expect(res.status).toBe(200);
     const { id } = await res.json();
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: bounceDomain ?? undefined });
-    try {
-      await worker.runOnce();
-    } finally {
-      await worker.stop();
-    }
+    await deliverOnce(server, sink, { bounceDomain: bounceDomain ?? undefined });
     return id;
   }
   const email = async (id: string) => (await server.store.emails.find(id))!;
@@ -149,12 +125,7 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     await report(dsn({ emailId: id, recipients: [{ address, action: 'delayed', status: '4.4.7', diagnostic: '421 4.4.7 Connection timed out' }] }), returnPathOf(id, address));
     expect((await email(id)).last_event).toBe('delivery_delayed');
     // The relay holds the message and retries it: the outbox must not send it again.
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-    try {
-      await worker.runOnce(new Date(Date.now() + 24 * 3600_000));
-    } finally {
-      await worker.stop();
-    }
+    await deliverOnce(server, sink, { bounceDomain: BOUNCE_DOMAIN }, new Date(Date.now() + 24 * 3600_000));
     expect(copies()).toBe(1);
     await report(dsn({ emailId: id, recipients: [{ address, action: 'delivered', status: '2.0.0', diagnostic: '250 2.0.0 Ok: queued as 4A1B2C' }] }), returnPathOf(id, address));
     expect((await email(id)).last_event).toBe('delivered');
@@ -254,12 +225,7 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     /** Makes the email due again and runs one more round, as its retry would. */
     async function retry(id: string): Promise<void> {
       await server.store.database.db.updateTable('emails').set({ next_attempt_at: new Date(0).toISOString() }).where('id', '=', id).execute();
-      const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-      try {
-        await worker.runOnce();
-      } finally {
-        await worker.stop();
-      }
+      await deliverOnce(server, sink, { bounceDomain: BOUNCE_DOMAIN });
     }
     const envelopesOf = (id: string) => sink.received.filter((r) => r.mail.messageId === `<${id}@acme.dev>`).map((r) => r.envelope.to);
 
@@ -338,12 +304,7 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
     expect(await email(id)).toMatchObject({ last_event: 'queued' });
     expect(await eventsOf(id)).toEqual([]);
 
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-    try {
-      await worker.runOnce();
-    } finally {
-      await worker.stop();
-    }
+    await deliverOnce(server, sink, { bounceDomain: BOUNCE_DOMAIN });
     expect(returnPathOf(id, address)).toBe(path);
     expect((await report(notices[0]!, path)).response).toMatch(/^250 /);
     expect((await email(id)).last_event).toBe('complained');
@@ -414,18 +375,10 @@ describe.each(backends)('bounces and complaints on %s', (backend) => {
   });
 
   it('retries the whole email, to every recipient, when no transaction reached its recipient (the relay cannot be reached)', async () => {
-    const free = createServer();
-    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-    const closedPort = (free.address() as AddressInfo).port;
-    await new Promise((resolve) => free.close(resolve));
+    const closedPort = await freePort();
     const res = await server.request('/emails', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ from: 'team@acme.dev', to: [`a.unreachable.${backend}@example.com`, `b.unreachable.${backend}@example.com`], subject: 'Hi', text: 'Hi' }) });
     const { id } = await res.json();
-    const worker = new DeliveryWorker(server.store, smtpTransport(`smtp://127.0.0.1:${closedPort}`), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-    try {
-      await worker.runOnce();
-    } finally {
-      await worker.stop();
-    }
+    await deliverOnce(server, () => smtpTransport(`smtp://127.0.0.1:${closedPort}`), { bounceDomain: BOUNCE_DOMAIN });
     const row = await server.store.database.db.selectFrom('emails').select(['last_event', 'last_error', 'deferred_recipients']).where('id', '=', id).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ last_event: 'delivery_delayed', deferred_recipients: null, last_error: expect.stringContaining('ECONNREFUSED') });
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(['email.delivery_delayed']);
@@ -467,10 +420,7 @@ describe('the built server', () => {
   it('runs the inbound listener beside its delivery thread: a bounce for an email it sent reaches the email and the suppression list', async () => {
     const sink = await startSmtpSink();
     const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-bounces-'));
-    const free = createServer();
-    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
-    const inboundPort = (free.address() as AddressInfo).port;
-    await new Promise((resolve) => free.close(resolve));
+    const inboundPort = await freePort();
     const server = await startServerProcess({ DATA_DIR: dataDir, SMTP_URL: sink.url, BOUNCE_DOMAIN, INBOUND_SMTP_PORT: String(inboundPort) });
     const api = (path: string, init: RequestInit = {}) => fetch(server.url + path, { ...init, headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' } });
     try {
