@@ -5,18 +5,15 @@
 // domain, DMARC passes by DKIM alignment, and the same message altered, or checked against another
 // key, fails.
 import { authenticate, type DNSResolver } from 'mailauth';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
-import { smtpTransport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker } from '../../server/delivery/worker.ts';
 import { backends } from '../support/backends.ts';
-import { startDnsServer, type DnsServer } from '../support/dns.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { deliverOnce } from '../support/delivery.ts';
+import { withDnsServer } from '../support/dns.ts';
+import { withServer } from '../support/server.ts';
+import { withSink } from '../support/smtp.ts';
 import { eventually } from './faults.ts';
 
-const quiet = pino({ level: 'silent' });
 const BOUNCE_DOMAIN = 'bounces.mailroom.test';
 const MX_HOST = 'mx.mailroom.test';
 
@@ -42,9 +39,9 @@ function signatureTags(raw: string): Map<string, string> {
 }
 
 describe.each(backends)('a sending domain signs its mail, as receivers check it, on %s', (backend) => {
-  let server: TestServer;
-  let dns: DnsServer;
-  let sink: SmtpSink;
+  const dns = withDnsServer();
+  const sink = withSink();
+  const server = withServer(backend, () => ({ config: { domains: { ...loadConfig({}).domains, dnsServers: [dns.address], bounceDomain: BOUNCE_DOMAIN, mxHost: MX_HOST } } }));
   // Under a real public suffix: DMARC finds the organisational domain by the public suffix list.
   const name = `acme-${backend}.example.com`;
 
@@ -53,18 +50,6 @@ describe.each(backends)('a sending domain signs its mail, as receivers check it,
   /** The checks a receiving server makes of a message the relay got. */
   const check = (raw: string, sender: string) => authenticate(raw, { ip: '127.0.0.1', helo: 'relay.mailroom.test', sender, mta: 'mx.receiver.test', resolver });
 
-  beforeAll(async () => {
-    dns = await startDnsServer();
-    sink = await startSmtpSink();
-    const defaults = loadConfig({}).domains;
-    server = await startTestServer(backend, { config: { domains: { ...defaults, dnsServers: [dns.address], bounceDomain: BOUNCE_DOMAIN, mxHost: MX_HOST } } });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await sink?.close();
-    await dns?.close();
-  });
-
   const send = (fields: Record<string, unknown> = {}) =>
     server.request('/emails', {
       method: 'POST',
@@ -72,14 +57,7 @@ describe.each(backends)('a sending domain signs its mail, as receivers check it,
       body: JSON.stringify({ from: `Acme <team@${name}>`, to: 'reader@example.net', subject: 'Your receipt', text: 'Thanks for your order.', ...fields }),
     });
   /** Delivers what is due through the relay, as the server's delivery worker does, with a bounce domain. */
-  const deliver = async () => {
-    const worker = new DeliveryWorker(server.store, smtpTransport(sink.url), quiet, { ...DEFAULT_DELIVERY, bounceDomain: BOUNCE_DOMAIN });
-    try {
-      await worker.runOnce();
-    } finally {
-      await worker.stop();
-    }
-  };
+  const deliver = () => deliverOnce(server, sink, { bounceDomain: BOUNCE_DOMAIN });
 
   it('publishes what it answered, verifies, and sends mail that passes DKIM and DMARC for the domain', async () => {
     const created = await server.api('POST', '/domains', { name });

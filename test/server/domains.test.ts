@@ -1,36 +1,27 @@
 // Sending domains through the API, against a real DNS server on loopback (test/support/dns.ts): the
 // records a new domain answers with, verification as the records are published, go missing or cannot
 // be looked up, the `domain.*` events, and who may send from where.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { Senders } from '../../server/domains/senders.ts';
 import { captureTransport } from '../../server/delivery/transport.ts';
-import { DeliveryWorker } from '../../server/delivery/worker.ts';
-import { pino } from 'pino';
 import { backends } from '../support/backends.ts';
-import { startDnsServer, type DnsServer } from '../support/dns.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { deliverOnce } from '../support/delivery.ts';
+import { withDnsServer } from '../support/dns.ts';
+import { startTestServer, withServer } from '../support/server.ts';
 import { eventually } from './faults.ts';
 
 const MX_HOST = 'mx.mailroom.test';
 
 describe.each(backends)('domains on %s', (backend) => {
-  let server: TestServer;
-  let dns: DnsServer;
+  const dns = withDnsServer();
+  const server = withServer(backend, () => ({
+    config: { domains: { ...loadConfig({}).domains, dnsServers: [dns.address], checkIntervalMs: 1000, bounceDomain: 'bounces.mailroom.test', mxHost: MX_HOST } },
+  }));
   let n = 0;
   /** A name of its own for each test: the server and the zone are shared. */
   const fresh = () => `d${++n}-${backend}.example.com`;
-
-  beforeAll(async () => {
-    dns = await startDnsServer();
-    const defaults = loadConfig({}).domains;
-    server = await startTestServer(backend, { config: { domains: { ...defaults, dnsServers: [dns.address], checkIntervalMs: 1000, bounceDomain: 'bounces.mailroom.test', mxHost: MX_HOST } } });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await dns?.close();
-  });
 
   const create = async (name: string, extra: Record<string, unknown> = {}) => {
     const res = await server.request('/domains', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name, ...extra }) });
@@ -149,9 +140,7 @@ describe.each(backends)('domains on %s', (backend) => {
     expect(accepted.status).toBe(200);
     // Kept signed by the capture transport, as a relay would get it.
     const { id } = await accepted.json();
-    const worker = new DeliveryWorker(server.store, captureTransport(), pino({ level: 'silent' }));
-    await worker.runOnce();
-    await worker.stop();
+    await deliverOnce(server, captureTransport);
     const raw = await (await server.request(`/emails/${id}/raw`)).text();
     expect(raw.replace(/\r\n[ \t]+/g, ' ')).toMatch(new RegExp(`^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${body.name.replaceAll('.', '\\.')}; `));
 

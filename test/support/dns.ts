@@ -4,6 +4,7 @@
 // Servers under test find it through DNS_SERVERS; mailauth, as a receiving server, through its resolver.
 import type { AddressInfo } from 'node:net';
 import dns2 from 'dns2';
+import { forTheBlock } from './suite.ts';
 
 const { Packet } = dns2;
 
@@ -82,4 +83,9 @@ export async function startDnsServer(): Promise<DnsServer> {
     resolve: (name, type) => resolver.resolve(name, type as 'TXT') as Promise<unknown[]>,
     close: () => server.close(),
   };
+}
+
+/** A DNS server for the describe block: listening before its tests, closed after them. */
+export function withDnsServer(): DnsServer {
+  return forTheBlock('the DNS server', startDnsServer, async (dns) => dns.close());
 }
