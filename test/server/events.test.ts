@@ -6,49 +6,34 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.ts';
-import { captureTransport, smtpTransport, type Transport } from '../../server/delivery/transport.ts';
-import { DEFAULT_DELIVERY, DeliveryWorker, type DeliveryOptions } from '../../server/delivery/worker.ts';
+import { captureTransport, smtpTransport } from '../../server/delivery/transport.ts';
 import type { EmailRecord } from '../../server/store/emails.ts';
 import { backends, postgresSchema } from '../support/backends.ts';
+import { withWorkers, type WorkerOptions } from '../support/delivery.ts';
 import { startServerProcess } from '../support/process.ts';
 import { addContacts, addSegment } from '../support/recipients.ts';
-import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
-import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { TEST_KEY, withServer } from '../support/server.ts';
+import { startSmtpSink, withSink } from '../support/smtp.ts';
+import { until } from '../support/until.ts';
 
-const quiet = pino({ level: 'silent' });
-const fast: DeliveryOptions = { ...DEFAULT_DELIVERY, idleMs: 10, retryBaseMs: 10, maxAttempts: 3 };
+const fast: WorkerOptions = { idleMs: 10, retryBaseMs: 10, maxAttempts: 3, serverLinks: true };
 const json = { 'content-type': 'application/json' };
 const later = (ms: number) => new Date(Date.now() + ms);
 
 describe.each(backends)('events on %s', (backend) => {
-  let server: TestServer;
-  let sink: SmtpSink;
-  const workers: DeliveryWorker[] = [];
+  const server = withServer(backend);
+  const sink = withSink();
+  const worker = withWorkers(server, sink, fast);
   const db = () => server.store.database.db;
 
-  beforeAll(async () => {
-    server = await startTestServer(backend);
-    sink = await startSmtpSink();
-  });
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
-    await sink.close();
-    await server.close();
-  });
   beforeEach(async () => {
     sink.refuse = () => undefined;
     // Nothing else due: each round below takes exactly the emails its test sends.
     await db().updateTable('emails').set({ last_event: 'failed' }).where('last_event', 'in', ['queued', 'delivery_delayed']).execute();
   });
 
-  const worker = (transport: Transport = smtpTransport(sink.url)) => {
-    const w = new DeliveryWorker(server.store, transport, quiet, fast, server.links);
-    workers.push(w);
-    return w;
-  };
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await server.request(path, { method, headers: json, ...(body !== undefined && { body: JSON.stringify(body) }) });
     return { status: res.status, body: await res.json() };
@@ -82,7 +67,7 @@ describe.each(backends)('events on %s', (backend) => {
 
     it('records email.sent, then email.delivered, when the transport is the final destination (the capture store)', async () => {
       const ids = await send(30);
-      expect(await worker(captureTransport()).runOnce()).toBe(30);
+      expect(await worker(captureTransport).runOnce()).toBe(30);
       for (const id of ids) {
         const events = await eventsOf('email_id', id);
         expect(events.map((e) => e.type)).toEqual(['email.sent', 'email.delivered']);
@@ -96,7 +81,7 @@ describe.each(backends)('events on %s', (backend) => {
       expect(loadConfig({ SMTP_FINAL: 'true' }).smtpFinal).toBe(true);
       expect(() => loadConfig({ SMTP_FINAL: 'yes' })).toThrow(/SMTP_FINAL must be true or false, got "yes"/);
       const [id] = await send();
-      expect(await worker(smtpTransport(sink.url, { final: true })).runOnce()).toBe(1);
+      expect(await worker(() => smtpTransport(sink.url, { final: true })).runOnce()).toBe(1);
       expect(await typesOf(id!)).toEqual(['email.sent', 'email.delivered']);
       expect(await lastEvent(id!)).toBe('delivered');
     });
@@ -283,7 +268,7 @@ describe.each(backends)('events on %s', (backend) => {
       await db().insertInto('webhooks').values([wanted, contactsOnly, disabled]).execute();
       try {
         const [id] = await send();
-        await worker(captureTransport()).runOnce();
+        await worker(captureTransport).runOnce();
         const events = await eventsOf('email_id', id!);
         expect(events).toHaveLength(2);
         const deliveries = await db().selectFrom('webhook_deliveries').selectAll().where('event_id', 'in', events.map((e) => e.id)).execute();
@@ -314,12 +299,9 @@ describe.each(backends)('SMTP_FINAL in the server process on %s', (backend) => {
       const sent = await fetch(`${server.url}/emails`, { method: 'POST', headers, body: JSON.stringify({ from: 'a@acme.dev', to: 'final@example.com', subject: 'Final', text: 'x' }) });
       const { id } = await sent.json();
       await sink.waitFor(1);
-      let types: string[] = [];
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
-        types = (await (await fetch(`${server.url}/emails/${id}/events`, { headers })).json()).data.map((e: { type: string }) => e.type);
-        if (types.length === 3) break;
-      }
-      expect(types).toEqual(['email.queued', 'email.sent', 'email.delivered']);
+      const types = async (): Promise<string[]> => (await (await fetch(`${server.url}/emails/${id}/events`, { headers })).json()).data.map((e: { type: string }) => e.type);
+      await until(async () => (await types()).length >= 3, async () => `three events, not ${JSON.stringify(await types())}`);
+      expect(await types()).toEqual(['email.queued', 'email.sent', 'email.delivered']);
     } finally {
       server.child.kill('SIGTERM');
       await server.exited;

@@ -13,13 +13,19 @@ const quiet = pino({ level: 'silent' });
 /** Where a worker sends: the sink, or a transport made for it. */
 export type Relay = SmtpSink | (() => Transport);
 
-function worker(server: TestServer, relay: Relay, options: Partial<DeliveryOptions>): DeliveryWorker {
+/**
+ * Delivery options over the defaults; and `serverLinks`, to make broadcast emails' unsubscribe URLs as
+ * the test server makes them (its URL), rather than under the default public URL.
+ */
+export type WorkerOptions = Partial<DeliveryOptions> & { serverLinks?: boolean };
+
+function worker(server: TestServer, relay: Relay, { serverLinks, ...options }: WorkerOptions): DeliveryWorker {
   const transport = typeof relay === 'function' ? relay() : smtpTransport(relay.url);
-  return new DeliveryWorker(server.store, transport, quiet, { ...DEFAULT_DELIVERY, ...options });
+  return new DeliveryWorker(server.store, transport, quiet, { ...DEFAULT_DELIVERY, ...options }, serverLinks ? server.links : undefined);
 }
 
 /** One delivery worker for the describe block: made before its tests, stopped after them. */
-export function withWorker(server: TestServer, relay: Relay, options: Partial<DeliveryOptions> = {}): DeliveryWorker {
+export function withWorker(server: TestServer, relay: Relay, options: WorkerOptions = {}): DeliveryWorker {
   return forTheBlock('the delivery worker', async () => worker(server, relay, options), (started) => started.stop());
 }
 
@@ -27,7 +33,7 @@ export function withWorker(server: TestServer, relay: Relay, options: Partial<De
  * Makes a fresh delivery worker on each call, for a describe block whose tests each want their own
  * (a stopped worker has closed its relay connections); each is stopped after the block's tests.
  */
-export function withWorkers(server: TestServer, relay: Relay, defaults: Partial<DeliveryOptions> = {}): (to?: Relay, options?: Partial<DeliveryOptions>) => DeliveryWorker {
+export function withWorkers(server: TestServer, relay: Relay, defaults: WorkerOptions = {}): (to?: Relay, options?: WorkerOptions) => DeliveryWorker {
   const made: DeliveryWorker[] = [];
   afterAll(async () => {
     await Promise.all(made.splice(0).map((w) => w.stop()));
@@ -40,7 +46,7 @@ export function withWorkers(server: TestServer, relay: Relay, defaults: Partial<
 }
 
 /** Runs one round of delivery through a worker of its own, then stops it; what the round handled. */
-export async function deliverOnce(server: TestServer, relay: Relay, options: Partial<DeliveryOptions> = {}, now?: Date): Promise<number> {
+export async function deliverOnce(server: TestServer, relay: Relay, options: WorkerOptions = {}, now?: Date): Promise<number> {
   const w = worker(server, relay, options);
   try {
     return await w.runOnce(now);
