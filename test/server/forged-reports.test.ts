@@ -5,7 +5,7 @@
 // signed for that recipient; reports are mailed to the listener as MTAs write them.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { startInbound } from '../../server/inbound/listener.ts';
+import { startInbound, type InboundListener } from '../../server/inbound/listener.ts';
 import { backends } from '../support/backends.ts';
 import { deliverOnce } from '../support/delivery.ts';
 import { arf, dsn, mailReport, withInbound } from '../support/reports.ts';
