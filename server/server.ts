@@ -12,7 +12,7 @@ import { AttachmentLinks } from './emails/attachmentLinks.ts';
 import { answerClientErrors, answerConnect, answerExpectations, checkingRequestHead } from './http/clientErrors.ts';
 import { ConfigError, warnOfPlainHttp, type Config } from './config.ts';
 import { storeFailure } from './store/storeFailure.ts';
-import { assertValidSpec, loadSpec, specPath } from './contract.ts';
+import { loadSpec, specPath } from './contract.ts';
 import { openStore, type Store } from './store/index.ts';
 import { WebhookDispatcher } from './webhooks/dispatch.ts';
 import { sendingDomains } from './domains/index.ts';
@@ -47,7 +47,6 @@ export async function startServer(
   // Asynchronous writes: under load, lines queue up and leave in one system call rather than one each.
   const logger = options.logger ?? pino({ level: config.logLevel }, pino.destination({ dest: 1, sync: false }));
   const spec = loadSpec(options.spec ?? specPath);
-  await assertValidSpec(spec);
   const store = await openStore(config, logger).catch(async (error) => {
     throw await storeFailure(config, error);
   });

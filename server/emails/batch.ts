@@ -11,7 +11,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { RequestHandler } from 'express';
 import type { Schemas } from '../api.ts';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
-import { describeSchemaErrors, invalid } from '../http/errors.ts';
+import { ApiError, describeSchemaErrors, invalid } from '../http/errors.ts';
 import type { EmailRecord } from '../store/emails.ts';
 import { composeEmail, type FindTemplate, type OutgoingEmail } from './compose.ts';
 
@@ -25,6 +25,8 @@ export interface TriagedBatch {
   indices: number[];
   /** The emails set aside, in permissive mode. */
   errors: Schemas['BatchItemError'][];
+  /** Why the whole batch is refused, said once auth has judged the key (server/http/heldRefusal.ts). */
+  refusal?: ApiError;
 }
 
 /** `validateBatch` and `validateEmail` check EmailBatch and BatchEmail, with the same rules. */
@@ -48,13 +50,13 @@ export function batchTriage(spec: OpenApiDocument, validateBatch: ValidateFuncti
         kept.push(item);
         triaged.indices.push(index);
       } else {
-        const message = describeSchemaErrors(validateEmail.errors!);
-        if (mode === 'strict') throw invalid(`emails[${index}]: ${message}`);
-        triaged.errors.push({ index, message });
+        triaged.errors.push({ index, message: describeSchemaErrors(validateEmail.errors!) });
       }
     }
-    if (kept.length === 0) throw invalid(`emails[0]: ${triaged.errors[0]!.message}`);
-    req.body = kept;
+    // The request check refuses the batch as it came; this refusal, naming the email, is the one said.
+    const [first] = triaged.errors;
+    if (mode === 'strict' || kept.length === 0) triaged.refusal = invalid(`emails[${first!.index}]: ${first!.message}`);
+    else req.body = kept;
     next();
   };
 }

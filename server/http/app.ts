@@ -4,11 +4,11 @@
 //   → HEAD taken as GET, exact paths, a batch's emails triaged (server/emails/batch.ts)
 //   → express-openapi-validator, mounted whole as its documentation shows: routing (req.openapi, 404,
 //     405), the request check, and the response check, live for every response from there on
-//   → auth (key, rate limit, role) → the matched operation's handler (operationRouter.ts), which
-//     parses, calls the resource's service (emails/send.ts and the like) and answers
+//   → auth (key, rate limit, role), before which a refusal of the request check is not said
+//     (server/http/heldRefusal.ts)
+//   → the matched operation's handler (operationRouter.ts), which parses, calls the resource's
+//     service (emails/send.ts and the like) and answers
 //   → one error handler (twice: see errors.ts).
-// The validator judges a request before its key is: the contract is public, and what the check says
-// of a body tells a stranger nothing the contract does not; every answer from auth on is checked.
 //
 // One set of rules: the request check, the response check and server/contract.ts's schemaCompiler
 // (batch emails, merged contact properties, the streamed contact list) all use AJV_OPTIONS and FORMATS
@@ -32,6 +32,7 @@ import { contactStream } from '../contacts/stream.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from '../contract.ts';
 import { errorHandler } from './errors.ts';
 import { heldBodyFirst, holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
+import { holdRefusal, sayHeldRefusal } from './heldRefusal.ts';
 import { createMetrics } from '../metrics.ts';
 import { refuseLooseIntegers } from './queryIntegers.ts';
 import { requestLog } from './requestLog.ts';
@@ -101,17 +102,19 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   app.use(inSequence(headAsGet, notServed, exactPaths, batchTriage(spec, checkOf('EmailBatch'), checkOf('BatchEmail'))));
   const looseIntegers = refuseLooseIntegers(spec);
   const keys = idempotencyKeys(spec, compile);
-  // Refusals that are clearer than what the request check finds in the same request go first.
-  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, keys.refuseFirst);
+  // Refusals that are clearer than what the request check finds in the same request go first; all
+  // are held until auth has judged the key (server/http/heldRefusal.ts).
+  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, keys.refuseFirst, holdRefusal);
   app.use(
     inSequence(
+      authenticate(spec, store, logger, config.authFailuresPerMinute),
+      config.rateLimitPerSecond > 0 ? rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally) : undefined,
+      authorize(spec),
+      sayHeldRefusal,
       refuseHeldBody,
       looseIntegers.refuse,
       keys.refuse,
       refuseUnstorableText,
-      authenticate(spec, store, logger, config.authFailuresPerMinute),
-      config.rateLimitPerSecond > 0 ? rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally) : undefined,
-      authorize(spec),
       extraRoutes,
       operationRouter(spec, {
         ...healthHandlers(store),
@@ -139,7 +142,9 @@ export function validatorOptions(spec: OpenApiDocument): Parameters<typeof OpenA
   const form = formBounds(spec);
   return {
     apiSpec: structuredClone(spec) as never,
-    validateApiSpec: false, // startServer() has checked it already; checking twice costs memory at start
+    // The contract is linted (redocly, strict) before it is bundled; checking it again here would cost
+    // memory and time at start. A handler missing for an operation stops the start (operationRouter).
+    validateApiSpec: false,
     validateRequests: { allowUnknownQueryParameters: false },
     validateResponses: true,
     validateSecurity: false, // authenticate() does it, with the contract's error names

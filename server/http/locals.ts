@@ -19,6 +19,8 @@ declare global {
       reqId: string;
       /** Why the body parser refused the body, held until the operation is known (server/http/jsonBody.ts). */
       bodyRefusal?: unknown;
+      /** What the request check (or what goes first of it) refused, said once auth has judged the key. */
+      refusal?: unknown;
       /** The authenticated key, from authenticate() on. */
       apiKey?: ApiKeyRecord;
       /** A send batch after triage: where its emails came from, and in permissive mode the ones set aside. */

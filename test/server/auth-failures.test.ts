@@ -49,7 +49,9 @@ describe.each(backends)('failed authentication per client address on %s', (backe
   const contacts = (key: string | undefined, from?: string) => get(server.url, '/contacts?limit=1', key, from);
 
   it('answers failures as they are up to the budget, then 429 with Retry-After, and never refuses a good key from that address', async () => {
-    const first = await Promise.all(Array.from({ length: BUDGET }, (_, i) => contacts(i % 2 ? undefined : WRONG_KEY)));
+    // One at a time: on PostgreSQL a burst the database answers late is counted in the process too.
+    const first: Answer[] = [];
+    for (let i = 0; i < BUDGET; i++) first.push(await contacts(i % 2 ? undefined : WRONG_KEY));
     expect(first.map((answer) => answer.status).sort()).toEqual([...Array(Math.ceil(BUDGET / 2)).fill(403), ...Array(Math.floor(BUDGET / 2)).fill(401)].sort());
     for (const key of [WRONG_KEY, undefined, 're_another0wrong0key0000000000000000']) {
       const refused = await contacts(key);

@@ -76,15 +76,15 @@ describe.each(backends)('errors on %s', (backend) => {
       }
     });
 
-    it('judges the body before the key: a malformed body gets 400 with any key or none, on a path the contract has', async () => {
+    it('judges the key before the body: a malformed body gets 401 or 403 without a valid key, 400 with one', async () => {
       const { key: sender } = await createKey(server.store, 'sender of bad bodies', 'sending_access');
       const bad = { method: 'POST', body: '{"email": ', headers: { 'content-type': 'application/json' } };
       const as = (authorization: string) => call('/contacts', { ...bad, headers: { ...bad.headers, authorization } });
       const anonymous = await fetch(`${server.url}/contacts`, bad);
-      expect({ status: anonymous.status, body: await anonymous.json() }).toMatchObject({ status: 400, body: errorBody(400, 'invalid_json') });
-      for (const key of ['re_unknownunknownunknownunknown1234', sender, TEST_KEY]) {
-        expect(await as(`Bearer ${key}`)).toMatchObject({ status: 400, body: errorBody(400, 'invalid_json') });
-      }
+      expect({ status: anonymous.status, body: await anonymous.json() }).toMatchObject({ status: 401, body: errorBody(401, 'missing_api_key') });
+      expect(await as('Bearer re_unknownunknownunknownunknown1234')).toMatchObject({ status: 403, body: errorBody(403, 'invalid_api_key') });
+      expect(await as(`Bearer ${sender}`)).toMatchObject({ status: 401, body: errorBody(401, 'restricted_api_key') });
+      expect(await as(`Bearer ${TEST_KEY}`)).toMatchObject({ status: 400, body: errorBody(400, 'invalid_json') });
       // Nor is a body judged on a path the contract lacks.
       expect(await call('/no-such-path', bad)).toMatchObject({ status: 404, body: errorBody(404, 'not_found') });
     });

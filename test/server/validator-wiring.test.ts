@@ -39,17 +39,13 @@ describe.each(backends)('one validation path: auth, triage and checks in order o
   });
   afterAll(() => server.close());
 
-  it('judges the body, then the key: 422 for a bad body with any key or none; for a good one 401 without a key, 403 for a bad one, 401 restricted for a sending key', async () => {
+  it('judges the key before the body: 401 without one, 403 for a bad one, 401 restricted for a sending key', async () => {
     const invalidBody = { nickname: 1 };
-    const validBody = { email: `${randomUUID()}@example.com` };
+    expect(await post(server, '/contacts', invalidBody, { authorization: '' })).toMatchObject({ status: 401, body: { name: 'missing_api_key' } });
+    expect(await post(server, '/contacts', invalidBody, { authorization: 'Bearer re_notakeynotakeynotakeynotakey00' })).toMatchObject({ status: 403, body: { name: 'invalid_api_key' } });
     const { key } = await createKey(server.store, 'sender', 'sending_access');
-    for (const authorization of ['', 'Bearer re_notakeynotakeynotakeynotakey00', `Bearer ${key}`]) {
-      expect((await post(server, '/contacts', invalidBody, { authorization })).status).toBe(422);
-    }
-    expect(await post(server, '/contacts', validBody, { authorization: '' })).toMatchObject({ status: 401, body: { name: 'missing_api_key' } });
-    expect(await post(server, '/contacts', validBody, { authorization: 'Bearer re_notakeynotakeynotakeynotakey00' })).toMatchObject({ status: 403, body: { name: 'invalid_api_key' } });
-    expect(await post(server, '/contacts', validBody, { authorization: `Bearer ${key}` })).toMatchObject({ status: 401, body: { name: 'restricted_api_key' } });
-    expect((await post(server, '/contacts', validBody)).status).toBe(201);
+    expect(await post(server, '/contacts', invalidBody, { authorization: `Bearer ${key}` })).toMatchObject({ status: 401, body: { name: 'restricted_api_key' } });
+    expect((await post(server, '/contacts', invalidBody)).status).toBe(422);
   });
 
   it('routes before auth: an unknown path is 404 and a wrong method 405 without a key', async () => {
