@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { backends } from '../support/backends.ts';
 import { startTestServer, TEST_KEY, type TestServer } from '../support/server.ts';
+import { until } from '../support/until.ts';
 import { errorAnswer, rawExchange } from './faults.ts';
 
 const WRONG_SHAPE = '00000000-0000-4000-8000-00000000bad0';
@@ -156,11 +157,17 @@ describe.each(backends)('errors on %s', (backend) => {
         await new Promise((resolve) => setTimeout(resolve, 50));
         socket.write('x'.repeat(15_000));
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      /** Whether `received` holds a whole answer: its head, and as much body as its Content-Length says. */
+      const whole = () => {
+        const at = received.indexOf('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(received.slice(0, at))?.[1] ?? 0);
+        return at >= 0 && Buffer.byteLength(received.slice(at + 4)) >= length;
+      };
+      await until(whole, () => `a whole answer, not ${JSON.stringify(received)}`);
       expect(errorAnswer(received)).toEqual(tooLarge);
       received = '';
       socket.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
-      for (let waited = 0; !received.includes('\r\n\r\n') && waited < 5000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(whole, () => `a whole answer to the next request, not ${JSON.stringify(received)}`);
       expect(received).toMatch(/^HTTP\/1\.1 200 /);
       expect(error).toBeUndefined();
       socket.destroy();
@@ -190,8 +197,7 @@ describe.each(backends)('errors on %s', (backend) => {
           length: String(Buffer.byteLength(await get.text())),
           body: '',
         });
-        await new Promise((r) => setTimeout(r, 20));
-        expect(server.logs).toContainEqual(expect.objectContaining({ reqId: `head ${path}`, method: 'HEAD', status: 200 }));
+        await expect.poll(() => server.logs).toContainEqual(expect.objectContaining({ reqId: `head ${path}`, method: 'HEAD', status: 200 }));
       }
       const unknown = await fetch(`${server.url}/contacts?limit=1`, { method: 'HEAD' });
       expect(unknown.status).toBe(401);
@@ -289,8 +295,7 @@ describe.each(backends)('errors on %s', (backend) => {
     it('logs each request as one JSON line with its request id', async () => {
       const res = await server.request('/health', { headers: { 'x-request-id': 'trace-me-123' } });
       expect(res.headers.get('x-request-id')).toBe('trace-me-123');
-      await new Promise((r) => setTimeout(r, 20));
-      expect(server.logs).toContainEqual(expect.objectContaining({ reqId: 'trace-me-123', method: 'GET', url: '/health', status: 200 }));
+      await expect.poll(() => server.logs).toContainEqual(expect.objectContaining({ reqId: 'trace-me-123', method: 'GET', url: '/health', status: 200 }));
     });
 
     it('logs no link token however its path is spelled, and no query value named as a secret', async () => {
@@ -299,11 +304,11 @@ describe.each(backends)('errors on %s', (backend) => {
       await server.request(`/%75nsubscribe/${secrets[1]}?x=1`);
       await server.request(`//attachments/${secrets[2]}`);
       await server.request(`/contacts?api_key=${secrets[3]}&limit=1`);
-      await new Promise((r) => setTimeout(r, 20));
+      // The last request's line logged, the lines of those before it are too.
+      await expect.poll(() => server.logs).toContainEqual(expect.objectContaining({ url: '/contacts?api_key=…&limit=1' }));
+      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/%75nsubscribe/…' }));
       const logged = JSON.stringify(server.logs);
       for (const secret of secrets) expect(logged).not.toContain(secret);
-      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/%75nsubscribe/…' }));
-      expect(server.logs).toContainEqual(expect.objectContaining({ url: '/contacts?api_key=…&limit=1' }));
     });
 
     it('keeps a request id only when it is at most 200 printable characters; otherwise it makes one', async () => {
@@ -313,7 +318,8 @@ describe.each(backends)('errors on %s', (backend) => {
       }
       const longest = 'y'.repeat(200);
       expect((await server.request('/health', { headers: { 'x-request-id': longest } })).headers.get('x-request-id')).toBe(longest);
-      await new Promise((r) => setTimeout(r, 20));
+      // The last request's line logged, the lines of those before it are too.
+      await expect.poll(() => server.logs).toContainEqual(expect.objectContaining({ reqId: longest }));
       expect(server.logs.some((line) => String(line.reqId ?? '').length > 200)).toBe(false);
     });
   });
