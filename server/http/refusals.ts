@@ -1,7 +1,9 @@
 // The request check's refusals, said the way a person fixing the request needs them: which field, and
 // what it must be. Every decision rests on structure alone: the validator's error items (`path`, and
 // `errorCode`, `<Ajv keyword>.openapi.validation`, absent for the validator's own checks), the request
-// itself, and the contract's schema at the failing field. The validator's words are never read.
+// itself, and the contract's schema at the failing field. A library's words decide nothing: they are
+// passed on only where nothing structured says the same (the form reader's bounds, a keyword of Ajv's
+// that the schema does not put in other words).
 import type { ErrorObject } from 'ajv/dist/2020.js';
 import type { Request } from 'express';
 import type { ErrorName } from '../api.ts';
@@ -242,11 +244,12 @@ function withKeyword(spec: OpenApiDocument, schema: any, keyword: string): any {
  * A schema, what it refers to (a `$ref` applies beside the keywords next to it, as `minLength` beside
  * a shared text type), and the branches of its unions, itself first.
  */
-function alternatives(spec: OpenApiDocument, schema: any): any[] {
-  if (!schema || typeof schema !== 'object') return [];
-  const referred = typeof schema.$ref === 'string' ? alternatives(spec, resolveRef(spec, { $ref: schema.$ref })) : [];
+function alternatives(spec: OpenApiDocument, schema: any, seen = new Set<unknown>()): any[] {
+  if (!schema || typeof schema !== 'object' || seen.has(schema)) return []; // a schema may refer to itself
+  seen.add(schema);
+  const referred = typeof schema.$ref === 'string' ? alternatives(spec, resolveRef(spec, { $ref: schema.$ref }), seen) : [];
   const branches = [schema.oneOf, schema.anyOf, schema.allOf].flatMap((list) => (Array.isArray(list) ? list : []));
-  return [schema, ...referred, ...branches.flatMap((branch) => alternatives(spec, branch))];
+  return [schema, ...referred, ...branches.flatMap((branch) => alternatives(spec, branch, seen))];
 }
 
 /** The operation the request was routed to in the contract. */
