@@ -439,6 +439,12 @@ function migrations(dialect: DialectName): Record<string, Migration> {
         });
       },
     },
+    '0016_api_keys_newest_first': {
+      async up(db: Kysely<any>) {
+        // GET /api-keys walks newest first by keyset, as every list does, a chunk at a time when it is whole.
+        await db.schema.createIndex('api_keys_newest_first').on('api_keys').columns(['created_at', 'id']).execute();
+      },
+    },
   };
 }
 
