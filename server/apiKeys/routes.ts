@@ -3,6 +3,7 @@
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { Store } from '../store/index.ts';
 import { createKey } from './key.ts';
@@ -10,7 +11,10 @@ import type { Handlers } from '../http/operationRouter.ts';
 
 const toApiKey = ({ id, name, permission, domain_id, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, domain_id, created_at, last_used_at });
 
-export function apiKeyHandlers(store: Store): Handlers {
+/** `lists` writes the list asked for without `limit`. */
+export function apiKeyHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+  const streamApiKeys = lists.of('ApiKeyList', toApiKey);
+
   const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {
     const { domain_id: domainId = null } = req.body;
     if (domainId !== null && !(await store.domains.find(domainId))) throw invalid(`The domain \`${domainId}\` does not exist.`);
@@ -19,7 +23,10 @@ export function apiKeyHandlers(store: Store): Handlers {
   };
 
   const listApiKeys: OperationHandler<'listApiKeys'> = async (req, res) => {
-    const page = await listing('API key', () => store.apiKeys.listLive(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('API key', () => streamApiKeys(res, store.apiKeys.streamLive(cursor)));
+    const page = await listing('API key', () => store.apiKeys.pageLive(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toApiKey) });
   };
 

@@ -8,14 +8,17 @@ import { contactKey, newContact } from '../contacts/contact.ts';
 import type { ContactHandlers } from '../contacts/routes.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { MemberList } from '../segments/routes.ts';
 import type { Store } from '../store/index.ts';
 import { UnknownReference } from '../store/missing.ts';
 import type { SegmentRecord } from '../store/segments.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
-export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList): Handlers {
+/** `lists` writes the list of audiences asked for without `limit`. */
+export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList, lists: StreamedLists = contractLists()): Handlers {
   const segments = store.segments;
+  const streamAudiences = lists.of('AudienceList', toAudience);
 
   const createAudience: OperationHandler<'createAudience'> = async (req, res) => {
     const record = { id: randomUUID(), name: req.body.name, created_at: new Date().toISOString() };
@@ -24,7 +27,10 @@ export function audienceHandlers(store: Store, contacts: ContactHandlers, listMe
   };
 
   const listAudiences: OperationHandler<'listAudiences'> = async (req, res) => {
-    const page = await listing('audience', () => segments.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('audience', () => streamAudiences(res, segments.stream(cursor)));
+    const page = await listing('audience', () => segments.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toAudience) });
   };
 

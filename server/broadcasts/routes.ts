@@ -3,32 +3,29 @@ import { randomUUID } from 'node:crypto';
 import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../http/errors.ts';
-import { UnknownCursor, type BroadcastChanges, type Cursor } from '../store/broadcasts.ts';
+import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { BroadcastChanges } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
 import { sendTime } from '../schedule.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 import type { Senders } from '../domains/senders.ts';
 
-/** `senders` holds a broadcast's `from` to the rules on sending domains when it is sent. */
-export function broadcastHandlers(store: Store, senders: Senders): Handlers {
+/**
+ * `senders` holds a broadcast's `from` to the rules on sending domains when it is sent; `lists` writes
+ * the list asked for without `limit`.
+ */
+export function broadcastHandlers(store: Store, senders: Senders, lists: StreamedLists = contractLists()): Handlers {
   const broadcasts = store.broadcasts;
+  const streamBroadcasts = lists.of('BroadcastList', toSummary);
 
   const listBroadcasts: OperationHandler<'listBroadcasts'> = async (req, res) => {
-    const { limit, after, before } = req.query;
-    if (after && before) throw invalid('Only one of `after` or `before` may be given.');
-    const cursor: Cursor = after ? { after } : before ? { before } : {};
-    try {
-      if (limit === undefined) {
-        res.json({ object: 'list', has_more: false, data: (await broadcasts.all(cursor)).map(toSummary) });
-        return;
-      }
-      const page = await broadcasts.page(limit, cursor);
-      res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
-    } catch (error) {
-      if (error instanceof UnknownCursor) throw invalid(`The \`${error.parameter}\` broadcast does not exist.`);
-      throw error;
-    }
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('broadcast', () => streamBroadcasts(res, broadcasts.stream(cursor)));
+    const page = await listing('broadcast', () => broadcasts.page(limit, cursor));
+    res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
   };
 
   const createBroadcast: OperationHandler<'createBroadcast'> = async (req, res) => {

@@ -3,12 +3,17 @@
 import type { OperationHandler } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { DomainRecord } from '../store/domains.ts';
 import type { Store } from '../store/index.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 import type { DomainChecker } from './checker.ts';
 import { DomainAlreadyRegistered, Domains } from './domains.ts';
 
-export function domainHandlers(store: Store, domains: Domains, checker: Pick<DomainChecker, 'soon'> | undefined): Handlers {
+/** `lists` writes the list asked for without `limit`. */
+export function domainHandlers(store: Store, domains: Domains, checker: Pick<DomainChecker, 'soon'> | undefined, lists: StreamedLists = contractLists()): Handlers {
+  const streamDomains = lists.of('DomainList', (domain: DomainRecord) => domains.toSummary(domain));
+
   const createDomain: OperationHandler<'createDomain'> = async (req, res) => {
     try {
       res.status(201).json(domains.toDomain(await domains.create(req.body)));
@@ -19,7 +24,10 @@ export function domainHandlers(store: Store, domains: Domains, checker: Pick<Dom
   };
 
   const listDomains: OperationHandler<'listDomains'> = async (req, res) => {
-    const page = await listing('domain', () => store.domains.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('domain', () => streamDomains(res, store.domains.stream(cursor)));
+    const page = await listing('domain', () => store.domains.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map((domain) => domains.toSummary(domain)) });
   };
 

@@ -7,13 +7,17 @@ import { contactKey, toContact } from '../contacts/contact.ts';
 import type { ContactStream } from '../contacts/stream.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { JoinedSegment, SegmentRecord } from '../store/segments.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
-export function segmentHandlers(store: Store, streamContacts: ContactStream): Handlers {
+/** `lists` writes the lists asked for without `limit`; `streamContacts` a segment's contacts. */
+export function segmentHandlers(store: Store, streamContacts: ContactStream, lists: StreamedLists = contractLists()): Handlers {
   const segments = store.segments;
   const listMembers = memberList(store, streamContacts);
+  const streamSegments = lists.of('SegmentList', toSegment);
+  const streamContactSegments = lists.of('ContactSegmentList', toContactSegment);
 
   const createSegment: OperationHandler<'createSegment'> = async (req, res) => {
     const record = { id: randomUUID(), name: req.body.name, created_at: new Date().toISOString() };
@@ -22,7 +26,10 @@ export function segmentHandlers(store: Store, streamContacts: ContactStream): Ha
   };
 
   const listSegments: OperationHandler<'listSegments'> = async (req, res) => {
-    const page = await listing('segment', () => segments.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('segment', () => streamSegments(res, segments.stream(cursor)));
+    const page = await listing('segment', () => segments.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSegment) });
   };
 
@@ -61,7 +68,10 @@ export function segmentHandlers(store: Store, streamContacts: ContactStream): Ha
   };
 
   const listContactSegments: OperationHandler<'listContactSegments'> = async (req, res) => {
-    const page = await listing('segment of this contact', () => segments.ofContact(contactKey(req.params), req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('segment of this contact', () => streamContactSegments(res, segments.streamOfContact(contactKey(req.params), cursor)));
+    const page = await listing('segment of this contact', () => segments.ofContact(contactKey(req.params), limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toContactSegment) });
   };
 

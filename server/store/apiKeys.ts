@@ -2,7 +2,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import { hashKey } from '../apiKeys/key.ts';
 import type { ApiKeyTable, DialectName, Tables } from './database.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared } from './prepared.ts';
 
 export type ApiKeyRecord = Selectable<ApiKeyTable>;
@@ -63,11 +63,18 @@ export class ApiKeyStore {
     return this.db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
-  /** The keys not revoked, newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async listLive(limit: number | undefined, cursor: Cursor): Promise<Page<ApiKeyRecord>> {
-    const query = this.db.selectFrom('api_keys').selectAll().where('revoked_at', 'is', null);
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (k) => [k.created_at, k.id]), hasMore: false };
+  /** One page of the keys not revoked, newest first. */
+  pageLive(limit: number, cursor: Cursor): Promise<Page<ApiKeyRecord>> {
+    return keysetPage(this.live(), this.order, limit, cursor);
+  }
+
+  /** Every key not revoked beyond the cursor, newest first, in keyset chunks. */
+  streamLive(cursor: Cursor): AsyncGenerator<ApiKeyRecord> {
+    return keysetStream(this.live(), this.order, cursor, (k) => [k.created_at, k.id]);
+  }
+
+  private live() {
+    return this.db.selectFrom('api_keys').selectAll().where('revoked_at', 'is', null);
   }
 
   private readonly order: Order = {

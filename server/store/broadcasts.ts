@@ -4,6 +4,7 @@
 import type { ExpressionBuilder, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { BroadcastTable, EmailEvent, Tables } from './database.ts';
 import type { EventStore } from './events.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { prepared } from './prepared.ts';
 import { InUseByBroadcast } from './missing.ts';
 
@@ -12,7 +13,6 @@ export type BroadcastStatus = BroadcastRecord['status'];
 export type BroadcastChanges = Omit<Updateable<BroadcastTable>, 'id' | 'status' | 'created_at' | 'scheduled_at' | 'sent_at' | 'lease_token' | 'lease_expires_at' | 'fanout_after'>;
 const LISTED = ['id', 'name', 'segment_id', 'status', 'created_at', 'scheduled_at', 'sent_at', 'topic_id'] as const;
 export type ListedBroadcast = Pick<BroadcastRecord, (typeof LISTED)[number]>;
-export type Cursor = { after: string } | { before: string } | Record<string, never>;
 
 /** Why a move was refused: what the broadcast lacks, or the status it is in. */
 export type Refusal =
@@ -21,13 +21,6 @@ export type Refusal =
   | { refused: 'segment'; segmentId: string }
   | { refused: 'topic'; topicId: string }
   | { refused: 'body' };
-
-/** An `after` or `before` id that names no broadcast. */
-export class UnknownCursor extends Error {
-  constructor(readonly parameter: 'after' | 'before') {
-    super(`unknown ${parameter} cursor`);
-  }
-}
 
 class Refused extends Error {
   constructor(readonly refusal: Refusal) {
@@ -174,31 +167,21 @@ export class BroadcastStore {
   }
 
   /** One page of at most `limit` broadcasts, newest first, with `hasMore` exact in the direction of travel. */
-  async page(limit: number, cursor: Cursor): Promise<{ records: ListedBroadcast[]; hasMore: boolean }> {
-    const query = await this.after(cursor);
-    if ('before' in cursor) {
-      const rows = await query.orderBy('created_at', 'asc').orderBy('id', 'asc').limit(limit + 1).execute();
-      return { records: rows.slice(0, limit).reverse(), hasMore: rows.length > limit };
-    }
-    const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit + 1).execute();
-    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+  page(limit: number, cursor: Cursor): Promise<Page<ListedBroadcast>> {
+    return keysetPage(this.db.selectFrom('broadcasts').select(LISTED), this.order, limit, cursor);
   }
 
-  /** Every broadcast beyond the cursor, newest first. */
-  async all(cursor: Cursor): Promise<ListedBroadcast[]> {
-    return (await this.after(cursor)).orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  /** Every broadcast beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<ListedBroadcast> {
+    return keysetStream(this.db.selectFrom('broadcasts').select(LISTED), this.order, cursor, (b) => [b.created_at, b.id]);
   }
 
-  /** The query restricted to the broadcasts beyond the cursor; throws UnknownCursor if it names none. */
-  private async after(cursor: Cursor) {
-    const query = this.db.selectFrom('broadcasts').select(LISTED);
-    const [parameter, id] = 'after' in cursor ? ['after' as const, cursor.after] : 'before' in cursor ? ['before' as const, cursor.before] : [];
-    if (!parameter) return query;
-    const at = await this.db.selectFrom('broadcasts').select(['created_at', 'id']).where('id', '=', id).executeTakeFirst();
-    if (!at) throw new UnknownCursor(parameter);
-    const direction = parameter === 'after' ? '<' : '>';
-    return query.where((eb) => eb(eb.refTuple('created_at', 'id'), direction, eb.tuple(at.created_at, at.id)));
-  }
+  /** Over broadcasts_newest_first; a cursor is a broadcast. */
+  private readonly order: Order = {
+    time: 'created_at',
+    id: 'id',
+    position: (id) => this.db.selectFrom('broadcasts').select(['created_at as time', 'id']).where('id', '=', id).executeTakeFirst(),
+  };
 
   /** Why a move did not happen: the broadcast is missing or in another status, or (a send) cannot go. */
   private async refusal(id: string, db: Db, move?: 'send'): Promise<Refusal> {

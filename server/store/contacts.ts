@@ -123,8 +123,8 @@ export class ContactStore {
   }
 
   /** Every contact beyond the cursor, newest first, in keyset chunks (see keysetStream). */
-  stream(cursor: Cursor, chunk = 500): AsyncGenerator<ListedContact> {
-    return keysetStream(this.db.selectFrom('contacts').select(LISTED), this.order, cursor, contactKeyset, chunk);
+  stream(cursor: Cursor): AsyncGenerator<ListedContact> {
+    return keysetStream(this.db.selectFrom('contacts').select(LISTED), this.order, cursor, contactKeyset);
   }
 
 }

@@ -8,7 +8,7 @@
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { DialectName, DomainTable, Tables } from './database.ts';
 import type { EventStore } from './events.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type DomainRecord = Selectable<DomainTable>;
 export type DomainChanges = Omit<Updateable<DomainTable>, 'id' | 'name' | 'created_at'>;
@@ -43,11 +43,14 @@ export class DomainStore {
     return this.db.selectFrom('domains').selectAll().execute();
   }
 
-  /** Domains newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<DomainRecord>> {
-    const query = this.db.selectFrom('domains').selectAll();
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (d) => [d.created_at, d.id]), hasMore: false };
+  /** One page of domains newest first. */
+  page(limit: number, cursor: Cursor): Promise<Page<DomainRecord>> {
+    return keysetPage(this.db.selectFrom('domains').selectAll(), this.order, limit, cursor);
+  }
+
+  /** Every domain beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<DomainRecord> {
+    return keysetStream(this.db.selectFrom('domains').selectAll(), this.order, cursor, (d) => [d.created_at, d.id]);
   }
 
   /**

@@ -3,7 +3,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import { contactKeyset, LISTED, lockContact, type ContactKey, type ContactRecord, type ListedContact } from './contacts.ts';
 import type { Database, DialectName, SegmentTable, Tables } from './database.ts';
-import { keysetAll, keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { refuseWhileAddressed } from './broadcasts.ts';
 import { shared } from './locks.ts';
 import { NotFound, UnknownReference } from './missing.ts';
@@ -45,11 +45,14 @@ export class SegmentStore {
     });
   }
 
-  /** Segments newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<SegmentRecord>> {
-    const query = this.db.selectFrom('segments').selectAll();
-    if (limit !== undefined) return keysetPage(query, this.segmentOrder, limit, cursor);
-    return { records: await keysetAll(query, this.segmentOrder, cursor, (s) => [s.created_at, s.id]), hasMore: false };
+  /** One page of segments newest first. */
+  page(limit: number, cursor: Cursor): Promise<Page<SegmentRecord>> {
+    return keysetPage(this.db.selectFrom('segments').selectAll(), this.segmentOrder, limit, cursor);
+  }
+
+  /** Every segment beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<SegmentRecord> {
+    return keysetStream(this.db.selectFrom('segments').selectAll(), this.segmentOrder, cursor, (s) => [s.created_at, s.id]);
   }
 
   /** One page of the segment's contacts, in the order of the whole contact list; a cursor is a member. */
@@ -93,8 +96,20 @@ export class SegmentStore {
     throw new NotFound((await this.find(segmentId)) ? 'Segment membership' : 'Segment');
   }
 
-  /** One page (or, without `limit`, all) of the segments the contact belongs to, the one joined last first. */
-  async ofContact([by, value]: ContactKey, limit: number | undefined, cursor: Cursor): Promise<Page<JoinedSegment>> {
+  /** One page of the segments the contact belongs to, the one joined last first. */
+  async ofContact(contact: ContactKey, limit: number, cursor: Cursor): Promise<Page<JoinedSegment>> {
+    const { query, order } = await this.joinedBy(contact);
+    return keysetPage(query, order, limit, cursor);
+  }
+
+  /** Every segment the contact belongs to beyond the cursor, the one joined last first, in keyset chunks. */
+  async *streamOfContact(contact: ContactKey, cursor: Cursor): AsyncGenerator<JoinedSegment> {
+    const { query, order } = await this.joinedBy(contact);
+    yield* keysetStream(query, order, cursor, (s) => [s.created_at, s.id]);
+  }
+
+  /** The segments the contact joined, in their order; NotFound if there is no such contact. */
+  private async joinedBy([by, value]: ContactKey) {
     const contact = await this.db.selectFrom('contacts').select('id').where(by, '=', value).executeTakeFirst();
     if (!contact) throw new NotFound('Contact');
     const query = this.db
@@ -111,8 +126,7 @@ export class SegmentStore {
         return at && { time: at.created_at, id: at.segment_id };
       },
     };
-    if (limit !== undefined) return keysetPage(query, order, limit, cursor);
-    return { records: await keysetAll(query, order, cursor, (s) => [s.created_at, s.id]), hasMore: false };
+    return { query, order };
   }
 
   private membersOf(segmentId: string) {

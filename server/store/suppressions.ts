@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { SuppressionTable, Tables } from './database.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type SuppressionRecord = Selectable<SuppressionTable>;
 export type SuppressionOrigin = SuppressionTable['origin'];
@@ -81,12 +81,19 @@ export class SuppressionStore {
     return this.db.selectFrom('suppressions').selectAll().where(by, '=', value).executeTakeFirst();
   }
 
-  /** Suppressions newest first, of one origin if given: one page, or (without `limit`) all beyond the cursor. */
-  async list(origin: SuppressionOrigin | undefined, limit: number | undefined, cursor: Cursor): Promise<Page<SuppressionRecord>> {
-    let query = this.db.selectFrom('suppressions').selectAll();
-    if (origin) query = query.where('origin', '=', origin);
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (s) => [s.created_at, s.id]), hasMore: false };
+  /** One page of suppressions newest first, of one origin if given. */
+  page(origin: SuppressionOrigin | undefined, limit: number, cursor: Cursor): Promise<Page<SuppressionRecord>> {
+    return keysetPage(this.ofOrigin(origin), this.order, limit, cursor);
+  }
+
+  /** Every suppression beyond the cursor, newest first, of one origin if given, in keyset chunks. */
+  stream(origin: SuppressionOrigin | undefined, cursor: Cursor): AsyncGenerator<SuppressionRecord> {
+    return keysetStream(this.ofOrigin(origin), this.order, cursor, (s) => [s.created_at, s.id]);
+  }
+
+  private ofOrigin(origin: SuppressionOrigin | undefined) {
+    const query = this.db.selectFrom('suppressions').selectAll();
+    return origin ? query.where('origin', '=', origin) : query;
   }
 
   /** Removes the suppressions named, by id or by address; returns the ids of those that were there, in the order named. */

@@ -1,7 +1,7 @@
 // Templates, found by id or alias.
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import { isUniqueViolation, type Tables, type TemplateTable } from './database.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { UUID_FORM } from './timeOrderedId.ts';
 
 export type TemplateRecord = Selectable<TemplateTable>;
@@ -33,12 +33,19 @@ export class TemplateStore {
     return rows.find((row) => row.id === id) ?? rows[0];
   }
 
-  /** Templates newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TemplateSummaryRecord>> {
-    // The summary's columns only: a template's bodies may be a megabyte each.
-    const query = this.db.selectFrom('templates').select(['id', 'name', 'alias', 'status', 'created_at', 'updated_at', 'published_at']);
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
+  /** One page of templates newest first. */
+  page(limit: number, cursor: Cursor): Promise<Page<TemplateSummaryRecord>> {
+    return keysetPage(this.summaries(), this.order, limit, cursor);
+  }
+
+  /** Every template beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<TemplateSummaryRecord> {
+    return keysetStream(this.summaries(), this.order, cursor, (t) => [t.created_at, t.id]);
+  }
+
+  /** The summary's columns only: a template's bodies may be a megabyte each. */
+  private summaries() {
+    return this.db.selectFrom('templates').select(['id', 'name', 'alias', 'status', 'created_at', 'updated_at', 'published_at']);
   }
 
   private readonly order: Order = {

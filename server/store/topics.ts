@@ -3,7 +3,7 @@
 import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import { lockContact, type ContactKey } from './contacts.ts';
 import type { ContactTopicTable, Database, DialectName, Tables, TopicTable } from './database.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 import { refuseWhileAddressed } from './broadcasts.ts';
 import { shared } from './locks.ts';
 import { NotFound, UnknownReference } from './missing.ts';
@@ -13,6 +13,8 @@ export type TopicChanges = Pick<Updateable<TopicTable>, 'name' | 'description' |
 export type TopicChoice = { id: string; subscription: ContactTopicTable['subscription'] };
 /** A topic as one contact's list shows it, with that contact's subscription. */
 export type SubscribedTopic = Pick<TopicRecord, 'id' | 'name' | 'description'> & { subscription: ContactTopicTable['subscription'] };
+/** A topic of a contact's list as read, with its place in the list. */
+export type ContactTopicRow = SubscribedTopic & { created_at: string };
 
 export class TopicStore {
   private readonly db: Kysely<Tables>;
@@ -56,24 +58,34 @@ export class TopicStore {
     });
   }
 
-  /** Topics newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<TopicRecord>> {
-    const query = this.db.selectFrom('topics').selectAll();
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
+  /** One page of topics newest first. */
+  page(limit: number, cursor: Cursor): Promise<Page<TopicRecord>> {
+    return keysetPage(this.db.selectFrom('topics').selectAll(), this.order, limit, cursor);
   }
 
-  /** Every topic (paged as `list`) with the contact's subscription to it: its own choice, or the default. */
-  async ofContact([by, value]: ContactKey, limit: number | undefined, cursor: Cursor): Promise<Page<SubscribedTopic & { created_at: string }>> {
+  /** Every topic beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<TopicRecord> {
+    return keysetStream(this.db.selectFrom('topics').selectAll(), this.order, cursor, (t) => [t.created_at, t.id]);
+  }
+
+  /** One page of topics (in the order of `page`), each with the contact's subscription to it: its own choice, or the default. */
+  async ofContact(contact: ContactKey, limit: number, cursor: Cursor): Promise<Page<ContactTopicRow>> {
+    return keysetPage(await this.subscriptionsOf(contact), this.contactOrder, limit, cursor);
+  }
+
+  /** Every topic beyond the cursor, as ofContact gives them, in keyset chunks. */
+  async *streamOfContact(contact: ContactKey, cursor: Cursor): AsyncGenerator<ContactTopicRow> {
+    yield* keysetStream(await this.subscriptionsOf(contact), this.contactOrder, cursor, (t) => [t.created_at, t.id]);
+  }
+
+  /** Topics with the contact's subscription to each; NotFound if there is no such contact. */
+  private async subscriptionsOf([by, value]: ContactKey) {
     const contact = await this.db.selectFrom('contacts').select('id').where(by, '=', value).executeTakeFirst();
     if (!contact) throw new NotFound('Contact');
-    const query = this.db
+    return this.db
       .selectFrom('topics as t')
       .leftJoin('contact_topics as ct', (join) => join.onRef('ct.topic_id', '=', 't.id').on('ct.contact_id', '=', contact.id))
       .select((eb) => ['t.id', 't.name', 't.description', 't.created_at', eb.fn.coalesce('ct.subscription', 't.default_subscription').as('subscription')]);
-    const order = { ...this.order, time: 't.created_at', id: 't.id' };
-    if (limit !== undefined) return keysetPage(query, order, limit, cursor);
-    return { records: await keysetAll(query, order, cursor, (t) => [t.created_at, t.id]), hasMore: false };
   }
 
   /**
@@ -134,6 +146,9 @@ export class TopicStore {
       return at && { time: at.created_at, id: at.id };
     },
   };
+
+  /** The same order where the topics are `t`, joined with a contact's choices. */
+  private readonly contactOrder: Order = { ...this.order, time: 't.created_at', id: 't.id' };
 }
 
 /** The topics the unsubscribe page may show the contact (see TopicStore.shownTo), with its subscriptions. */

@@ -4,7 +4,7 @@
 // owed for the types it no longer asks for.
 import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { DialectName, EventType, Tables, WebhookTable } from './database.ts';
-import { keysetAll, keysetPage, type Cursor, type Order, type Page } from './keyset.ts';
+import { keysetPage, keysetStream, type Cursor, type Order, type Page } from './keyset.ts';
 
 export type WebhookRecord = Selectable<WebhookTable>;
 export type WebhookChanges = Pick<Updateable<WebhookTable>, 'endpoint' | 'events' | 'status' | 'status_reason'>;
@@ -29,11 +29,14 @@ export class WebhookStore {
     return rows.map((row) => row.id);
   }
 
-  /** Webhooks newest first: one page, or (without `limit`) all of them beyond the cursor. */
-  async list(limit: number | undefined, cursor: Cursor): Promise<Page<WebhookRecord>> {
-    const query = this.db.selectFrom('webhooks').selectAll();
-    if (limit !== undefined) return keysetPage(query, this.order, limit, cursor);
-    return { records: await keysetAll(query, this.order, cursor, (w) => [w.created_at, w.id]), hasMore: false };
+  /** One page of webhooks newest first. */
+  page(limit: number, cursor: Cursor): Promise<Page<WebhookRecord>> {
+    return keysetPage(this.db.selectFrom('webhooks').selectAll(), this.order, limit, cursor);
+  }
+
+  /** Every webhook beyond the cursor, newest first, in keyset chunks. */
+  stream(cursor: Cursor): AsyncGenerator<WebhookRecord> {
+    return keysetStream(this.db.selectFrom('webhooks').selectAll(), this.order, cursor, (w) => [w.created_at, w.id]);
   }
 
   /**

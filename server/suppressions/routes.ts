@@ -3,12 +3,15 @@
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { SuppressionKey, SuppressionRecord } from '../store/suppressions.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
-export function suppressionHandlers(store: Store): Handlers {
+/** `lists` writes the list asked for without `limit`. */
+export function suppressionHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
   const suppressions = store.suppressions;
+  const streamSuppressions = lists.of('SuppressionList', toSuppression);
 
   const createSuppression: OperationHandler<'createSuppression'> = async (req, res) => {
     const [{ record, created }] = await suppressions.add([req.body.email]);
@@ -22,7 +25,9 @@ export function suppressionHandlers(store: Store): Handlers {
 
   const listSuppressions: OperationHandler<'listSuppressions'> = async (req, res) => {
     const { origin, limit } = req.query;
-    const page = await listing('suppression', () => suppressions.list(origin, limit, cursorOf(req.query)));
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('suppression', () => streamSuppressions(res, suppressions.stream(origin, cursor)));
+    const page = await listing('suppression', () => suppressions.page(origin, limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSuppression) });
   };
 

@@ -5,6 +5,7 @@ import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts
 import { invalid, notFound } from '../http/errors.ts';
 import { quoted } from '../quoted.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord, TemplateSummaryRecord } from '../store/templates.ts';
 import type { Handlers } from '../http/operationRouter.ts';
@@ -12,7 +13,10 @@ import type { Handlers } from '../http/operationRouter.ts';
 /** What a publish freezes: the content sends are rendered from. */
 export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
 
-export function templateHandlers(store: Store): Handlers {
+/** `lists` writes the list asked for without `limit`. */
+export function templateHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+  const streamTemplates = lists.of('TemplateList', toSummary);
+
   const createTemplate: OperationHandler<'createTemplate'> = async (req, res) => {
     const { name, alias, from, subject, reply_to, html, text, variables = [] } = req.body;
     checkVariables(variables);
@@ -40,7 +44,10 @@ export function templateHandlers(store: Store): Handlers {
   };
 
   const listTemplates: OperationHandler<'listTemplates'> = async (req, res) => {
-    const page = await listing('template', () => store.templates.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('template', () => streamTemplates(res, store.templates.stream(cursor)));
+    const page = await listing('template', () => store.templates.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
   };
 

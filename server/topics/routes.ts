@@ -5,12 +5,16 @@ import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey } from '../contacts/contact.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { SubscribedTopic, TopicRecord } from '../store/topics.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
-export function topicHandlers(store: Store): Handlers {
+/** `lists` writes the lists asked for without `limit`. */
+export function topicHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
   const topics = store.topics;
+  const streamTopics = lists.of('TopicList', toTopic);
+  const streamContactTopics = lists.of('ContactTopicList', toContactTopic);
 
   const createTopic: OperationHandler<'createTopic'> = async (req, res) => {
     const { name, description, default_subscription, visibility } = req.body;
@@ -20,7 +24,10 @@ export function topicHandlers(store: Store): Handlers {
   };
 
   const listTopics: OperationHandler<'listTopics'> = async (req, res) => {
-    const page = await listing('topic', () => topics.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('topic', () => streamTopics(res, topics.stream(cursor)));
+    const page = await listing('topic', () => topics.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toTopic) });
   };
 
@@ -53,7 +60,10 @@ export function topicHandlers(store: Store): Handlers {
   };
 
   const listContactTopics: OperationHandler<'listContactTopics'> = async (req, res) => {
-    const page = await listing('topic', () => topics.ofContact(contactKey(req.params), req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('topic', () => streamContactTopics(res, topics.streamOfContact(contactKey(req.params), cursor)));
+    const page = await listing('topic', () => topics.ofContact(contactKey(req.params), limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toContactTopic) });
   };
 

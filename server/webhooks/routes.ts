@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
+import { contractLists, type StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { LoggedDelivery } from '../store/webhookDeliveries.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
@@ -14,8 +15,10 @@ import { payloadOf } from './payload.ts';
 import { newSigningSecret, PREVIOUS_SECRET_SIGNS_MS } from './signature.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
-export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>): Handlers {
+/** `lists` writes the list asked for without `limit`. */
+export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>, lists: StreamedLists = contractLists()): Handlers {
   const { webhooks, webhookDeliveries: deliveries } = store;
+  const streamWebhooks = lists.of('WebhookList', toSummary);
 
   /** Refuses an endpoint the server would not post to, naming the rule it breaks. */
   const checkEndpoint = (endpoint: string) => {
@@ -44,7 +47,10 @@ export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'all
   };
 
   const listWebhooks: OperationHandler<'listWebhooks'> = async (req, res) => {
-    const page = await listing('webhook', () => webhooks.list(req.query.limit, cursorOf(req.query)));
+    const { limit } = req.query;
+    const cursor = cursorOf(req.query);
+    if (limit === undefined) return listing('webhook', () => streamWebhooks(res, webhooks.stream(cursor)));
+    const page = await listing('webhook', () => webhooks.page(limit, cursor));
     res.json({ object: 'list', has_more: page.hasMore, data: page.records.map(toSummary) });
   };
 
