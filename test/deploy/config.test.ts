@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, refuseUnsentMail } from '../../server/config.ts';
 import { backends, POSTGRES_URL } from '../support/backends.ts';
 import { startServerProcess } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
@@ -265,7 +266,7 @@ describe('the server process', () => {
   it('captures with NODE_ENV=production when SMTP_URL=capture: asks for it, and warns that messages are not sent', async () => {
     const server = await startServerProcess({ DATA_DIR: dataDir, NODE_ENV: 'production', SMTP_URL: 'capture:' });
     try {
-      for (let i = 0; i < 200 && !/"level":40.*SMTP_URL/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 25));
+      await until(() => /"level":40.*SMTP_URL/.test(server.output()), 'the warning about SMTP_URL');
       expect(server.output()).toMatch(/"level":40.*"msg":"SMTP_URL is capture:, so messages are captured in the store and marked delivered, not sent/);
     } finally {
       server.child.kill('SIGTERM');
