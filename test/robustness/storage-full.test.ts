@@ -28,7 +28,7 @@ describe.skipIf(!mounted)('the SQLite disk full', () => {
 
   beforeAll(async () => {
     server = await startTestServer('sqlite', { config: { dataDir } });
-  }, 60_000);
+  });
   afterAll(async () => {
     await server?.close();
     if (mounted) execFileSync('umount', [dataDir]);

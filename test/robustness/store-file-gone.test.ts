@@ -6,12 +6,13 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/until.ts';
 
 describe('the SQLite file deleted while the server runs', () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer('sqlite');
-  }, 60_000);
+  });
   afterAll(() => server?.close());
 
   const send = (n: number) =>
@@ -20,7 +21,7 @@ describe('the SQLite file deleted while the server runs', () => {
   it('refuses writes, reads and /health with 503 once it is gone, logging why', async () => {
     expect((await send(0)).status).toBe(200);
     for (const suffix of ['', '-wal', '-shm']) rmSync(join(server.config.dataDir, `mailroom.sqlite${suffix}`), { force: true });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await until(async () => (await server.request('/health')).status === 503, 'the server sees the file gone');
 
     const refused = await send(1);
     expect(refused.status).toBe(503);
