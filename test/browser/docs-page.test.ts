@@ -5,6 +5,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumPresent, launchChromium } from '../support/dashboard.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { WAIT_MS } from '../support/until.ts';
 
 describe.skipIf(!chromiumPresent)('the reference page in a browser', () => {
   let server: TestServer;
@@ -12,7 +13,7 @@ describe.skipIf(!chromiumPresent)('the reference page in a browser', () => {
   beforeAll(async () => {
     server = await startTestServer('sqlite');
     browser = await launchChromium();
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await server?.close();
@@ -28,12 +29,13 @@ describe.skipIf(!chromiumPresent)('the reference page in a browser', () => {
     const failed: string[] = [];
     page.on('response', (response) => void (response.status() >= 400 && failed.push(`${response.status()} ${response.url()}`)));
     await page.goto(`${server.url}/docs`);
-    await page.getByRole('link', { name: 'Webhooks' }).first().waitFor({ timeout: 30_000 });
+    await page.getByRole('link', { name: 'Webhooks' }).first().waitFor({ timeout: WAIT_MS });
     for (const group of ['Emails', 'Contacts', 'Broadcasts', 'Templates']) expect(await page.getByRole('link', { name: group }).count(), group).toBeGreaterThan(0);
-    await page.waitForTimeout(2000);
+    // Every request the page makes has been answered: a late failure or error would be in by now.
+    await page.waitForLoadState('networkidle', { timeout: WAIT_MS });
     expect(failed).toEqual([]);
     expect(errors.filter((text) => !/logo|cdn\.redoc/i.test(text))).toEqual([]);
     expect(outside.filter((url) => !/cdn\.redoc/.test(url))).toEqual([]);
     await page.close();
-  }, 60_000);
+  });
 });
