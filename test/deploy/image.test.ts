@@ -8,6 +8,7 @@ import { postgresSchema } from '../support/backends.ts';
 import { freePort } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp.ts';
+import { until, WAIT_MS } from '../support/until.ts';
 import { buildStageOnHost, podman, podmanInstalled, root, RUN_FLAGS, standInNodeImage } from './image.ts';
 
 const installed = podmanInstalled();
@@ -52,12 +53,8 @@ describe.skipIf(!installed)('the container image', () => {
         '-e', `PORT=${port}`, '-e', 'HOST=127.0.0.1', '-e', `DATABASE_URL=${schema.url}`, '-e', `SMTP_URL=${sink.url}`, '-e', 'REQUIRE_VERIFIED_DOMAIN=false',
         '-e', `MAILROOM_API_KEY=${TEST_KEY}`, '-e', 'RATE_LIMIT_PER_SECOND=0', '-e', 'SHUTDOWN_GRACE_MS=5000', image]);
 
-      let health = 0;
-      for (let i = 0; i < 150 && health !== 200; i++) {
-        health = await fetch(`${url}/health`).then((r) => r.status, () => 0);
-        if (health !== 200) await new Promise((r) => setTimeout(r, 200));
-      }
-      expect(health, await podman(['logs', container])).toBe(200);
+      const health = () => fetch(`${url}/health`).then((r) => r.status, () => 0);
+      await until(async () => (await health()) === 200, async () => `/health 200 from the container: ${await podman(['logs', container])}`, WAIT_MS, 200);
       // The image's own HEALTHCHECK command, run in the container.
       await podman(['healthcheck', 'run', container]);
       // The dashboard is built into the image: its page, with its policy, and its script.
