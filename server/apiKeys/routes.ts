@@ -3,7 +3,7 @@
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { ApiKeyRecord } from '../store/apiKeys.ts';
 import type { Store } from '../store/index.ts';
 import { createKey } from './key.ts';
@@ -12,7 +12,7 @@ import type { Handlers } from '../http/operationRouter.ts';
 const toApiKey = ({ id, name, permission, domain_id, created_at, last_used_at }: ApiKeyRecord): Schemas['ApiKey'] => ({ id, name, permission, domain_id, created_at, last_used_at });
 
 /** `lists` writes the list asked for without `limit`. */
-export function apiKeyHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+export function apiKeyHandlers(store: Store, lists: StreamedLists): Handlers {
   const streamApiKeys = lists.of('ApiKeyList', toApiKey);
 
   const createApiKey: OperationHandler<'createApiKey'> = async (req, res) => {

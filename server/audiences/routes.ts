@@ -8,7 +8,7 @@ import { contactKey, newContact } from '../contacts/contact.ts';
 import type { ContactHandlers } from '../contacts/routes.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { MemberList } from '../segments/routes.ts';
 import type { Store } from '../store/index.ts';
 import { UnknownReference } from '../store/missing.ts';
@@ -16,7 +16,7 @@ import type { SegmentRecord } from '../store/segments.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
 /** `lists` writes the list of audiences asked for without `limit`. */
-export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList, lists: StreamedLists = contractLists()): Handlers {
+export function audienceHandlers(store: Store, contacts: ContactHandlers, listMembers: MemberList, lists: StreamedLists): Handlers {
   const segments = store.segments;
   const streamAudiences = lists.of('AudienceList', toAudience);
 

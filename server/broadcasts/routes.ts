@@ -4,7 +4,7 @@ import type { OperationHandler, RequestBody } from '../api.ts';
 import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { BroadcastChanges } from '../store/broadcasts.ts';
 import type { Store } from '../store/index.ts';
 import { refused, toBroadcast, toSummary } from './broadcast.ts';
@@ -16,7 +16,7 @@ import type { Senders } from '../domains/senders.ts';
  * `senders` holds a broadcast's `from` to the rules on sending domains when it is sent; `lists` writes
  * the list asked for without `limit`.
  */
-export function broadcastHandlers(store: Store, senders: Senders, lists: StreamedLists = contractLists()): Handlers {
+export function broadcastHandlers(store: Store, senders: Senders, lists: StreamedLists): Handlers {
   const broadcasts = store.broadcasts;
   const streamBroadcasts = lists.of('BroadcastList', toSummary);
 

@@ -7,6 +7,10 @@
 import type { PathParams, Schemas } from '../api.ts';
 import type { ContactKey, ContactRecord, ListedContact } from '../store/contacts.ts';
 import { timeOrderedId } from '../store/timeOrderedId.ts';
+import type { ListStream } from '../http/streamedList.ts';
+
+/** The writer of a whole contact list (server/http/streamedList.ts). */
+export type ContactStream = ListStream<ListedContact>;
 
 export function toContact(record: ListedContact): Schemas['Contact'] {
   return {

@@ -6,7 +6,7 @@ import type { Cursor } from '../store/contacts.ts';
 import { UnknownCursor } from '../store/contacts.ts';
 import type { Store } from '../store/index.ts';
 import { contactKey, newContact, toContact } from './contact.ts';
-import type { ContactStream } from './stream.ts';
+import type { ContactStream } from './contact.ts';
 import type { MemberList } from '../segments/routes.ts';
 
 export type ContactHandlers = ReturnType<typeof contactHandlers>;

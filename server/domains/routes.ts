@@ -3,7 +3,7 @@
 import type { OperationHandler } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { DomainRecord } from '../store/domains.ts';
 import type { Store } from '../store/index.ts';
 import type { Handlers } from '../http/operationRouter.ts';
@@ -11,7 +11,7 @@ import type { DomainChecker } from './checker.ts';
 import { DomainAlreadyRegistered, Domains } from './domains.ts';
 
 /** `lists` writes the list asked for without `limit`. */
-export function domainHandlers(store: Store, domains: Domains, checker: Pick<DomainChecker, 'soon'> | undefined, lists: StreamedLists = contractLists()): Handlers {
+export function domainHandlers(store: Store, domains: Domains, checker: Pick<DomainChecker, 'soon'> | undefined, lists: StreamedLists): Handlers {
   const streamDomains = lists.of('DomainList', (domain: DomainRecord) => domains.toSummary(domain));
 
   const createDomain: OperationHandler<'createDomain'> = async (req, res) => {

@@ -28,7 +28,8 @@ import type { SendingDomains } from '../domains/index.ts';
 import { domainHandlers } from '../domains/routes.ts';
 import { headAsGet } from './head.ts';
 import { contactHandlers } from '../contacts/routes.ts';
-import { contactStream } from '../contacts/stream.ts';
+import { toContact } from '../contacts/contact.ts';
+import { streamedLists } from './streamedList.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from '../contract.ts';
 import { errorHandler } from './errors.ts';
 import { heldBodyFirst, holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
@@ -94,7 +95,8 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   // Mail clients post a form to an unsubscribe link (RFC 8058); no other operation takes one.
   app.use('/unsubscribe', unsubscribeForm(spec));
   const checkOf = (schema: string) => withStorableText(compile(`/components/schemas/${schema}`));
-  const streamContacts = contactStream(compile('/components/schemas/Contact'), { stallTimeoutMs: config.streamStallTimeoutMs, logger });
+  const lists = streamedLists(compile, { stallTimeoutMs: config.streamStallTimeoutMs, logger });
+  const streamContacts = lists.of('ContactList', toContact);
   const isFilename = compile('/components/schemas/Attachment/properties/filename');
   const attachmentPaths = { ...config.attachmentPaths, maxBytes: bytesOf(config.bodyLimit), isFilename: (name: string) => isFilename(name) };
   const listMembers = memberList(store, streamContacts);
@@ -119,18 +121,18 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
       operationRouter(spec, {
         ...healthHandlers(store),
         ...contacts,
-        ...segmentHandlers(store, streamContacts),
-        ...topicHandlers(store),
-        ...audienceHandlers(store, contacts, listMembers),
-        ...broadcastHandlers(store, domains.senders),
+        ...segmentHandlers(store, streamContacts, lists),
+        ...topicHandlers(store, lists),
+        ...audienceHandlers(store, contacts, listMembers, lists),
+        ...broadcastHandlers(store, domains.senders, lists),
         ...emailHandlers(store, new BroadcastMail(store, links), new EmailSending(store, domains.senders, attachmentPaths, logger)),
         ...attachmentHandlers(store, attachmentLinks),
-        ...templateHandlers(store),
-        ...suppressionHandlers(store),
+        ...templateHandlers(store, lists),
+        ...suppressionHandlers(store, lists),
         ...unsubscribeHandlers(spec, store, links.tokens),
-        ...webhookHandlers(store, config.webhooks),
-        ...apiKeyHandlers(store),
-        ...domainHandlers(store, domains.domains, domains.checker),
+        ...webhookHandlers(store, config.webhooks, lists),
+        ...apiKeyHandlers(store, lists),
+        ...domainHandlers(store, domains.domains, domains.checker, lists),
       }),
     ),
   );

@@ -10,8 +10,6 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { Logger } from 'pino';
 import type { Schemas } from '../api.ts';
-import { loadConfig } from '../config.ts';
-import { loadSpec, schemaCompiler } from '../contract.ts';
 
 /** The contract's list schemas: `{object: "list", has_more, data: [...]}`. */
 export type ListName = { [Name in keyof Schemas]: Schemas[Name] extends { object: 'list'; has_more: boolean; data: unknown[] } ? Name : never }[keyof Schemas];
@@ -50,27 +48,14 @@ export function streamedLists(compile: (pointer: string) => ValidateFunction, op
   };
 }
 
-let fromContract: StreamedLists | undefined;
 /**
  * Writers for handlers that were not given the app's own: schemas compiled from the contract file when
  * a whole list is first asked for (not at start, where memory counts), the stall timeout as the
  * environment sets it, and no log of clients cut off.
  */
-export function contractLists(): StreamedLists {
-  return {
-    of: (list, toItem) => {
-      let stream: ListStream<Parameters<typeof toItem>[0]> | undefined;
-      return (res, rows) => {
-        fromContract ??= streamedLists(schemaCompiler(loadSpec()), { stallTimeoutMs: loadConfig().streamStallTimeoutMs });
-        stream ??= fromContract.of(list, toItem);
-        return stream(res, rows);
-      };
-    },
-  };
-}
 
 /** The writer of one list, whose items `checkItem` checks. */
-export function listStream<Row>(list: string, checkItem: ValidateFunction, toItem: (row: Row) => unknown, { stallTimeoutMs, logger }: StreamOptions): ListStream<Row> {
+function listStream<Row>(list: string, checkItem: ValidateFunction, toItem: (row: Row) => unknown, { stallTimeoutMs, logger }: StreamOptions): ListStream<Row> {
   return async (res, rows) => {
     let count = 0;
     let pending = OPENING;

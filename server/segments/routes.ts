@@ -3,17 +3,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'express';
 import type { OperationHandler, Schemas } from '../api.ts';
-import { contactKey, toContact } from '../contacts/contact.ts';
-import type { ContactStream } from '../contacts/stream.ts';
+import { contactKey, toContact, type ContactStream } from '../contacts/contact.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { JoinedSegment, SegmentRecord } from '../store/segments.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
 /** `lists` writes the lists asked for without `limit`; `streamContacts` a segment's contacts. */
-export function segmentHandlers(store: Store, streamContacts: ContactStream, lists: StreamedLists = contractLists()): Handlers {
+export function segmentHandlers(store: Store, streamContacts: ContactStream, lists: StreamedLists): Handlers {
   const segments = store.segments;
   const listMembers = memberList(store, streamContacts);
   const streamSegments = lists.of('SegmentList', toSegment);

@@ -3,13 +3,13 @@
 import type { OperationHandler, PathParams, Schemas } from '../api.ts';
 import { notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { SuppressionKey, SuppressionRecord } from '../store/suppressions.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
 /** `lists` writes the list asked for without `limit`. */
-export function suppressionHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+export function suppressionHandlers(store: Store, lists: StreamedLists): Handlers {
   const suppressions = store.suppressions;
   const streamSuppressions = lists.of('SuppressionList', toSuppression);
 

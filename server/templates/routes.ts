@@ -5,7 +5,7 @@ import { invalidMailbox, mailboxColumn, mailboxList } from '../emails/mailbox.ts
 import { invalid, notFound } from '../http/errors.ts';
 import { quoted } from '../quoted.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { TemplateRecord, TemplateSummaryRecord } from '../store/templates.ts';
 import type { Handlers } from '../http/operationRouter.ts';
@@ -14,7 +14,7 @@ import type { Handlers } from '../http/operationRouter.ts';
 export type PublishedTemplate = Pick<Schemas['Template'], 'from' | 'subject' | 'reply_to' | 'html' | 'text' | 'variables'>;
 
 /** `lists` writes the list asked for without `limit`. */
-export function templateHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+export function templateHandlers(store: Store, lists: StreamedLists): Handlers {
   const streamTemplates = lists.of('TemplateList', toSummary);
 
   const createTemplate: OperationHandler<'createTemplate'> = async (req, res) => {

@@ -5,13 +5,13 @@ import type { OperationHandler, Schemas } from '../api.ts';
 import { contactKey } from '../contacts/contact.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { SubscribedTopic, TopicRecord } from '../store/topics.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
 /** `lists` writes the lists asked for without `limit`. */
-export function topicHandlers(store: Store, lists: StreamedLists = contractLists()): Handlers {
+export function topicHandlers(store: Store, lists: StreamedLists): Handlers {
   const topics = store.topics;
   const streamTopics = lists.of('TopicList', toTopic);
   const streamContactTopics = lists.of('ContactTopicList', toContactTopic);

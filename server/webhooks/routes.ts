@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { OperationHandler, Schemas } from '../api.ts';
 import { invalid, notFound } from '../http/errors.ts';
 import { cursorOf, listing } from '../http/paging.ts';
-import { contractLists, type StreamedLists } from '../http/streamedList.ts';
+import type { StreamedLists } from '../http/streamedList.ts';
 import type { Store } from '../store/index.ts';
 import type { LoggedDelivery } from '../store/webhookDeliveries.ts';
 import type { WebhookRecord } from '../store/webhooks.ts';
@@ -16,7 +16,7 @@ import { newSigningSecret, PREVIOUS_SECRET_SIGNS_MS } from './signature.ts';
 import type { Handlers } from '../http/operationRouter.ts';
 
 /** `lists` writes the list asked for without `limit`. */
-export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>, lists: StreamedLists = contractLists()): Handlers {
+export function webhookHandlers(store: Store, options: Pick<WebhookOptions, 'allowPrivate'>, lists: StreamedLists): Handlers {
   const { webhooks, webhookDeliveries: deliveries } = store;
   const streamWebhooks = lists.of('WebhookList', toSummary);
 
