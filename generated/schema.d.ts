@@ -4193,13 +4193,13 @@ export interface components {
          */
         BatchValidation: "strict" | "permissive";
         /**
-         * @description How many contacts to return. Without it every contact is returned in one response.
+         * @description How many items to return. Without it the whole list is returned in one response.
          * @example 20
          */
         Limit: number;
-        /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+        /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
         After: components["schemas"]["Uuid"];
-        /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+        /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
         Before: components["schemas"]["Uuid"];
         /**
          * @description The contact's id, or its email address.
@@ -4227,19 +4227,10 @@ export interface components {
          */
         TopicIdPath: components["schemas"]["Uuid"];
         /**
-         * @description How many items to return. Without it the whole list is returned in one response.
+         * @description How many items to return; without it, a page of 20. Lists that grow without bound (emails, a webhook's events) take it.
          * @example 20
          */
-        PageLimit: number;
-        /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-        PageAfter: components["schemas"]["Uuid"];
-        /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-        PageBefore: components["schemas"]["Uuid"];
-        /**
-         * @description How many events to return.
-         * @example 20
-         */
-        EventPageLimit: number;
+        PagedLimit: number;
         /** @description Return the events that come after the event with this id (further down the list); the event itself is left out. Cannot be combined with `before`. */
         EventPageAfter: components["schemas"]["WebhookMessageId"];
         /** @description Return the events that come before the event with this id (further up the list); the event itself is left out. Cannot be combined with `after`. */
@@ -4269,15 +4260,6 @@ export interface components {
          * @example 4ef9a417-02e9-4d39-ad75-9611e0fcc33c
          */
         EmailIdPath: components["schemas"]["Uuid"];
-        /**
-         * @description How many emails to return; without it, 20.
-         * @example 20
-         */
-        EmailListLimit: number;
-        /** @description Return the emails that come after this email id (older ones); the id itself is left out. Cannot be combined with `before`. */
-        EmailListAfter: components["schemas"]["Uuid"];
-        /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
-        EmailListBefore: components["schemas"]["Uuid"];
         /**
          * @description Return only the emails whose last event is this one.
          * @example bounced
@@ -4371,14 +4353,14 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many emails to return; without it, 20.
+                 * @description How many items to return; without it, a page of 20. Lists that grow without bound (emails, a webhook's events) take it.
                  * @example 20
                  */
-                limit?: components["parameters"]["EmailListLimit"];
-                /** @description Return the emails that come after this email id (older ones); the id itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["EmailListAfter"];
-                /** @description Return the emails that come before this email id (newer ones); the id itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["EmailListBefore"];
+                limit?: components["parameters"]["PagedLimit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
                 /**
                  * @description Return only the emails whose last event is this one.
                  * @example bounced
@@ -4723,11 +4705,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path: {
@@ -4844,13 +4826,13 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many contacts to return. Without it every contact is returned in one response.
+                 * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
                 limit?: components["parameters"]["Limit"];
-                /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
                 after?: components["parameters"]["After"];
-                /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
                 before?: components["parameters"]["Before"];
                 /**
                  * @description Only the contacts of this segment, as `GET /segments/{segment_id}/contacts` lists them.
@@ -5067,11 +5049,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -5259,13 +5241,13 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many contacts to return. Without it every contact is returned in one response.
+                 * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
                 limit?: components["parameters"]["Limit"];
-                /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
                 after?: components["parameters"]["After"];
-                /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
                 before?: components["parameters"]["Before"];
             };
             header?: never;
@@ -5309,11 +5291,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path: {
@@ -5440,11 +5422,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path: {
@@ -5531,11 +5513,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -5726,11 +5708,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -5874,13 +5856,13 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many contacts to return. Without it every contact is returned in one response.
+                 * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
                 limit?: components["parameters"]["Limit"];
-                /** @description Return the contacts that come after this contact id (older ones); the id itself is left out. Cannot be combined with `before`. */
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
                 after?: components["parameters"]["After"];
-                /** @description Return the contacts that come before this contact id (newer ones); the id itself is left out. Cannot be combined with `after`. */
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
                 before?: components["parameters"]["Before"];
             };
             header?: never;
@@ -6113,11 +6095,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -6429,11 +6411,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -6700,11 +6682,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -6995,11 +6977,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -7224,10 +7206,10 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description How many events to return.
+                 * @description How many items to return; without it, a page of 20. Lists that grow without bound (emails, a webhook's events) take it.
                  * @example 20
                  */
-                limit?: components["parameters"]["EventPageLimit"];
+                limit?: components["parameters"]["PagedLimit"];
                 /** @description Return the events that come after the event with this id (further down the list); the event itself is left out. Cannot be combined with `before`. */
                 after?: components["parameters"]["EventPageAfter"];
                 /** @description Return the events that come before the event with this id (further up the list); the event itself is left out. Cannot be combined with `after`. */
@@ -7358,11 +7340,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
@@ -7627,11 +7609,11 @@ export interface operations {
                  * @description How many items to return. Without it the whole list is returned in one response.
                  * @example 20
                  */
-                limit?: components["parameters"]["PageLimit"];
-                /** @description Return the items that come after the item with this id (further down the list); the item itself is left out. Cannot be combined with `before`. */
-                after?: components["parameters"]["PageAfter"];
-                /** @description Return the items that come before the item with this id (further up the list); the item itself is left out. Cannot be combined with `after`. */
-                before?: components["parameters"]["PageBefore"];
+                limit?: components["parameters"]["Limit"];
+                /** @description Return the items that come after the item with this id (further down the list, older ones); the item itself is left out. Cannot be combined with `before`. */
+                after?: components["parameters"]["After"];
+                /** @description Return the items that come before the item with this id (further up the list, newer ones); the item itself is left out. Cannot be combined with `after`. */
+                before?: components["parameters"]["Before"];
             };
             header?: never;
             path?: never;
