@@ -98,8 +98,8 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 /** The SMTP_URL that asks for messages to be captured in the store rather than sent. */
 const CAPTURE = 'capture:';
 
-// Each variable's rule is a small reader rather than a schema library's: zod took about 5 MB in every
-// thread that reads the configuration (the server's and each delivery thread's), measured.
+// Each variable's rule is a small reader rather than a schema library's, which would cost memory in
+// every thread that reads the configuration (the server's and each delivery thread's).
 
 /** What a value must be, when it is not. */
 class Refusal {
