@@ -181,7 +181,7 @@ export class OutboxRunner<Item extends Claimed, Batch = undefined> {
       batch = this.queue.prepare ? await this.queue.prepare(items, this.holdOf(held[0]!)) : (undefined as Batch);
     } catch (error) {
       // The claim is left to run out (or given back), as when a worker dies.
-      for (const hand of held) this.letGo(hand, error);
+      await Promise.all(held.map((hand) => this.giveUp(hand)));
       throw error;
     }
     const outcomes: Promise<{ error: unknown } | undefined>[] = [];
@@ -200,7 +200,7 @@ export class OutboxRunner<Item extends Claimed, Batch = undefined> {
         return undefined;
       } catch (error) {
         this.logger[failureLevel(error)]({ err: error, [this.options.itemKey]: hand.item.id }, `${this.options.name} failed unexpectedly`);
-        this.letGo(hand, error);
+        await this.giveUp(hand);
         return { error };
       }
     })();
@@ -209,13 +209,16 @@ export class OutboxRunner<Item extends Claimed, Batch = undefined> {
     return working;
   }
 
-  /** The item is no longer in hand; one whose work failed is given back where the queue can, and claims pause a while. */
-  private letGo(hand: InHand<Item>, failure?: unknown): void {
+  /** An item whose work failed is given back where the queue can (else its lease runs out), and claims pause a while. */
+  private async giveUp(hand: InHand<Item>): Promise<void> {
+    this.resumeAt = Date.now() + this.options.idleMs * 10;
+    await this.queue.release?.(hand.item).catch(() => {});
+    this.letGo(hand);
+  }
+
+  /** The item is no longer in hand. */
+  private letGo(hand: InHand<Item>): void {
     this.inHand.delete(hand);
-    if (failure !== undefined) {
-      this.resumeAt = Date.now() + this.options.idleMs * 10;
-      void this.queue.release?.(hand.item).catch(() => {});
-    }
     this.finished++;
     for (const waiter of this.waiting) if (waiter.onFinish) waiter.wake();
     if (this.inHand.size === 0) {
