@@ -54,7 +54,7 @@ export interface SendingIdentity {
 // One converter, compiled once; links come out as `text [url]`. Plain text is made here, not on
 // the request path: html-to-text costs milliseconds per message. A broadcast's is made once, from its
 // html template (server/broadcasts/personalize.ts). html-to-text is loaded at the first conversion:
-// a server that has sent nothing, and its delivery thread, would each hold about 1.5 MB of it.
+// a server that has sent nothing, and its delivery thread, would each hold it in memory for nothing.
 //
 // Email html is laid out in tables: each row is a line and its cells are set apart by a space (by
 // default they ran together, `ItemQtyPrice`), and a cell holding blocks keeps them. Headings keep

@@ -408,7 +408,7 @@ const MIGRATION_RETRY_MS = 1000;
 /**
  * pg, loaded as the store opens PostgreSQL. On Node 20, which has no `navigator`, pg asks whether it
  * runs on Cloudflare Workers by constructing a fetch `Response`, and that loads Node's fetch into every
- * thread that opens a store: about 1.6 MB of heap each, in threads that never fetch. A `navigator`
+ * thread that opens a store, memory held in threads that never fetch. A `navigator`
  * present while pg loads (Node 21 and later have one) answers it first; only then, and only once.
  */
 export function loadPg(): Promise<typeof import('pg').default> {
@@ -507,7 +507,7 @@ class OwnSchemaPostgresDialect extends PostgresDialect {
  * that it reads the oldest due rows in its partial index's order and stops at its limit. A table that
  * has just filled (a burst before autovacuum's next ANALYZE) has no statistics for the new rows: the
  * planner then estimated a handful of due rows, read every one through a bitmap and sorted them all,
- * on every claim: 7.7 ms a claim of 50 with 5,000 webhook deliveries pending, 0.9 ms in index order.
+ * on every claim, several times slower than reading in index order (docs/performance.md).
  */
 export function inIndexOrder<T>(db: Kysely<Tables>, claim: (tx: Kysely<Tables>) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (tx) => {

@@ -139,7 +139,7 @@ export class EmailStore {
    * Claims up to `limit` due emails for `leaseMs`, oldest due first. On PostgreSQL a row another claim
    * changed meanwhile is checked again; SQLite runs the statement under its one write lock, where the
    * rows picked are the rows updated, and the same check there led its planner to read every pending
-   * email through emails_by_state (19 ms a claim with 100,000 queued, against 1.4 ms without).
+   * email through emails_by_state, an order of magnitude slower with a large outbox (docs/performance.md).
    */
   async claimNextBatch(limit: number, now: Date, leaseMs: number): Promise<ClaimedEmail[]> {
     const { lease_token, ends } = newLease(now, leaseMs);
@@ -193,7 +193,7 @@ export class EmailStore {
     const held = new Set<string>();
     if (this.dialect === 'sqlite') {
       // A statement costs SQLite no round trip, and one compiled statement an email measured faster
-      // than one statement for the group (1,434–1,480 against 1,381–1,411 small emails/s).
+      // than one statement for the group.
       for (const { id, lease_token, messageId, text } of deliveries) {
         for (const row of await this.recordSending({ id, lease_token, last_event, message_id: messageId, text, updated_at }, tx)) held.add(row.id);
       }
