@@ -68,10 +68,9 @@ export async function openSqlite(dataDir: string): Promise<Database> {
   sqlite.pragma('synchronous = NORMAL');
   // No busy handler: SQLite's sleeps would stop the whole thread; the driver waits instead (below).
   sqlite.pragma('busy_timeout = 0');
-  // better-sqlite3 builds SQLite with a 16 MB page cache a connection (SQLite's own default is 2 MB).
-  // Streaming 100,000 contacts filled it: the stream's peak was 24 MB above idle, 10 MB with 4 MB of
-  // cache. 4 MB holds what requests and the outbox keep reading (request rates measured unchanged),
-  // and the system's file cache keeps the rest of the file close.
+  // better-sqlite3 builds SQLite with a 16 MB page cache a connection (SQLite's own default is 2 MB),
+  // which a long stream fills. 4 MB holds what requests and the outbox keep reading, and the
+  // system's file cache keeps the rest of the file close (docs/performance.md).
   sqlite.pragma('cache_size = -4000');
   const db = new Kysely<Tables>({ dialect: new WriteLockingSqliteDialect(sqlite, () => (watched.gone() ? new StoreFileGone(file) : undefined)) });
   return {
