@@ -10,11 +10,14 @@ const shared = {
 };
 
 // The fast tier (`npm run test:fast`, on SQLite alone): the unit tests and the HTTP suites against an
-// in-process server. The rest runs the server as a process to kill, starve or stop it, rewrites git
-// histories, drives browsers and the resend SDK, builds images, installs the client package, or
-// attacks the server at length.
-const processSuites = ['crash', 'fanout-crash', 'webhooks-crash', 'delivery-thread', 'process', 'shutdown', 'idempotency', 'resilience'];
-const fast = [`test/!(client-package|spec-diff).test.ts`, `test/server/!(${processSuites.join('|')}).test.ts`];
+// in-process server. The rest runs the server as a process (to kill, starve or stop it, or end to end),
+// runs outside programs (git, redocly, npm, podman, Chromium, the resend SDK), stalls the server, or
+// attacks it at length.
+const slowServerSuites = [
+  ...['crash', 'fanout-crash', 'webhooks-crash', 'delivery-thread', 'process', 'shutdown', 'idempotency', 'resilience'],
+  ...['broadcast-delivery', 'what-happened', 'store-footprint', 'workflows', 'timeouts'],
+];
+const fast = [`test/!(client-package|spec-diff).test.ts`, `test/server/!(${slowServerSuites.join('|')}).test.ts`];
 
 export default defineConfig({
   test: {
@@ -23,7 +26,9 @@ export default defineConfig({
     // waiting on servers, relays and timers, and each uses its own ports, files and schema.
     maxWorkers: 2,
     projects: [
-      { test: { name: 'fast', include: fast, ...shared } },
+      // Its files share each worker's modules rather than loading the server afresh, the most of a
+      // file's time: each suite starts its own server, store and ports all the same.
+      { test: { name: 'fast', include: fast, isolate: false, ...shared } },
       {
         test: {
           name: 'slow',
