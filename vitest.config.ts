@@ -14,8 +14,8 @@ const shared = {
 // runs outside programs (git, redocly, npm, podman, Chromium, the resend SDK), stalls the server, or
 // attacks it at length.
 const slowServerSuites = [
-  ...['crash', 'fanout-crash', 'webhooks-crash', 'delivery-thread', 'process', 'shutdown', 'idempotency', 'resilience'],
-  ...['broadcast-delivery', 'what-happened', 'store-footprint', 'workflows', 'timeouts'],
+  'crash', 'fanout-crash', 'webhooks-crash', 'delivery-thread', 'process', 'shutdown', 'idempotency', 'resilience',
+  'broadcast-delivery', 'what-happened', 'store-footprint', 'workflows', 'timeouts',
 ];
 const fast = [`test/!(client-package|spec-diff).test.ts`, `test/server/!(${slowServerSuites.join('|')}).test.ts`];
 
@@ -26,8 +26,8 @@ export default defineConfig({
     // waiting on servers, relays and timers, and each uses its own ports, files and schema.
     maxWorkers: 2,
     projects: [
-      // Its files share each worker's modules rather than loading the server afresh, the most of a
-      // file's time: each suite starts its own server, store and ports all the same.
+      // Its files share each worker's modules rather than each loading the server afresh: every suite
+      // starts its own server, store and ports all the same.
       { test: { name: 'fast', include: fast, isolate: false, ...shared } },
       {
         test: {
