@@ -14,6 +14,7 @@ import { ClaimLostError, type HeldClaim } from '../../server/store/idempotency.t
 import { openStore, type Store } from '../../server/store/index.ts';
 import { backends, postgresSchema, type Backend } from '../support/backends.ts';
 import { TEST_KEY } from '../support/server.ts';
+import { WAIT_MS } from '../support/until.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const email = (tag: string, n: number) => ({ from: 'Acme <hi@acme.dev>', to: [`user${n}@example.com`], subject: `${tag} #${n}`, text: `Hello ${n}` });
@@ -36,7 +37,11 @@ async function storedIds(store: Store, tag: string): Promise<string[]> {
   return rows.map((r) => r.id).sort();
 }
 
-async function waitFor(condition: () => Promise<boolean>, ms: number): Promise<boolean> {
+// Deadline for the test that starts, kills and starts the server again round after round.
+const KILL_ROUNDS_MS = 600_000;
+
+/** Whether `condition` came to hold within `ms`. */
+async function waitFor(condition: () => Promise<boolean>, ms = WAIT_MS): Promise<boolean> {
   for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(5)) if (await condition()) return true;
   return false;
 }
@@ -144,12 +149,12 @@ describe.each(backends)('idempotency claims on %s', (backend) => {
     try {
       const controller = new AbortController();
       const request = sendBatch(state.url, TEST_KEY, key, items, controller.signal).then(() => false, () => true);
-      await waitFor(async () => (await claimOf(key)) !== undefined && (await stoppedAtTemplates()), 10_000);
+      await waitFor(async () => (await claimOf(key)) !== undefined && (await stoppedAtTemplates()));
       controller.abort();
       const aborted = await request;
       await sleep(100); // for the server to see the connection close while it waits
       await letGo();
-      await waitFor(async () => (await claimOf(key))?.state !== 'in_flight', 10_000);
+      await waitFor(async () => (await claimOf(key))?.state !== 'in_flight');
       return aborted;
     } finally {
       await letGo().catch(() => {});
@@ -192,7 +197,7 @@ describe.each(backends)('idempotency claims on %s', (backend) => {
 describe.each(backends)('a server killed mid-request, on %s', (backend: Backend) => {
   const { state, start } = serverProcesses(backend);
 
-  it('answers every retry after a restart with a replay or a fresh run, never 409, and stores each batch once', { timeout: 240_000 }, async () => {
+  it('answers every retry after a restart with a replay or a fresh run, never 409, and stores each batch once', { timeout: KILL_ROUNDS_MS }, async () => {
     const ROUNDS = 6;
     const REQUESTS = 6;
     let inFlightAtKill = 0;
@@ -200,9 +205,13 @@ describe.each(backends)('a server killed mid-request, on %s', (backend: Backend)
       const first = await start();
       const batches = Array.from({ length: REQUESTS }, (_, i) => ({ key: `kill-${round}-${i}`, tag: `kill ${round}.${i}`, items: Array.from({ length: 100 }, (_, n) => email(`kill ${round}.${i}`, n)) }));
       const sent = batches.map((b) => sendBatch(first.url, TEST_KEY, b.key, b.items).catch(() => undefined));
-      // Kill once a claim is in flight, so that the process dies holding it.
+      // Kill once a claim is in flight, so that the process dies holding it (or once every batch is done,
+      // had none been seen in flight).
       const claims = () => state.store.database.db.selectFrom('idempotency_records').select('state').where('key', 'in', batches.map((b) => b.key)).execute();
-      await waitFor(async () => (await claims()).some((c) => c.state === 'in_flight'), 20_000);
+      await waitFor(async () => {
+        const now = await claims();
+        return now.some((c) => c.state === 'in_flight') || now.length === REQUESTS;
+      });
       await stop(first.child, 'SIGKILL');
       inFlightAtKill += (await claims()).filter((c) => c.state === 'in_flight').length;
       await Promise.all(sent);
@@ -275,10 +284,10 @@ describe.each(backends)('claims held by a process, on %s', (backend: Backend) =>
     const holders = () => sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where application_name = ${`mailroom claims ${holder}`}`.execute(second.database.db).then((r) => r.rows[0]!.n);
     expect(await holders()).toBe(1);
     await sql`select pg_terminate_backend(pid) from pg_stat_activity where application_name = ${`mailroom claims ${holder}`}`.execute(second.database.db);
-    expect(await waitFor(async () => (await holders()) === 0, 10_000)).toBe(true);
+    expect(await waitFor(async () => (await holders()) === 0)).toBe(true);
     expect('claim' in (await claim(second, 'dropped-session'))).toBe(true);
     // The same holder id comes back, so the claims it takes from now on are alive again.
-    expect(await waitFor(async () => (await holders()) === 1, 10_000)).toBe(true);
+    expect(await waitFor(async () => (await holders()) === 1)).toBe(true);
     await claim(first, 'after-reconnect');
     expect(await claim(second, 'after-reconnect')).toMatchObject({ held: { state: 'in_flight', holder } });
   });
