@@ -12,7 +12,7 @@ import { reconnectingPool } from '../../server/store/reconnectingPool.ts';
 import pg from 'pg';
 import { backends, POSTGRES_URL, type Backend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { eventually, namedSchema, postgresProxy, terminateBackends, backendCount, sleep } from './faults.ts';
+import { eventually, namedSchema, postgresProxy, terminateBackends, backendCount } from './faults.ts';
 
 const json = { 'content-type': 'application/json' };
 
@@ -392,11 +392,13 @@ describe.skipIf(!backends.includes('postgres'))('migrations on a PostgreSQL data
 describe.skipIf(!backends.includes('postgres'))('a pooled PostgreSQL connection ended while checked out', () => {
   const applicationName = `mailroom-reconnect-${randomUUID().slice(0, 8)}`;
   let pool: pg.Pool;
+  /** How many of the pool's connections have heard the server end them. */
+  let endsHeard = 0;
   beforeAll(() => {
     pool = new pg.Pool({ connectionString: POSTGRES_URL, application_name: applicationName, max: 2 });
     // As the store's pool does: a connection's end is heard by the query using it, not as an uncaught error.
     pool.on('error', () => {});
-    pool.on('connect', (client) => client.on('error', () => {}));
+    pool.on('connect', (client) => client.on('error', () => {}).on('end', () => endsHeard++));
   });
   afterAll(() => pool.end());
 
@@ -404,9 +406,11 @@ describe.skipIf(!backends.includes('postgres'))('a pooled PostgreSQL connection 
   async function endedConnection() {
     const client = await reconnectingPool(pool).connect();
     await client.query('select 1', []);
-    expect(await terminateBackends(applicationName)).toBeGreaterThan(0);
+    const heard = endsHeard;
+    const terminated = await terminateBackends(applicationName);
+    expect(terminated).toBeGreaterThan(0);
     await eventually(async () => (await backendCount(applicationName)) === 0, 'the terminated backend is gone');
-    await sleep(50); // for the connection to read the server's goodbye
+    await eventually(async () => endsHeard === heard + terminated, "each connection has read the server's goodbye");
     return client;
   }
 
