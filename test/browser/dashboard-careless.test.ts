@@ -54,7 +54,7 @@ describe.skipIf(!chromiumPresent)('the dashboard used carelessly', () => {
     for (const label of ['Name', 'Reply-to', 'Preview text', 'Text']) await page.getByLabel(label, { exact: true }).fill('');
     await page.getByRole('button', { name: 'Save draft' }).click();
     // Read back after saving: the name, which cannot be emptied, is in the form again.
-    await expect.poll(() => page.getByLabel('Name', { exact: true }).inputValue(), { timeout: 10_000 }).toBe('Kept name');
+    await expect.poll(() => page.getByLabel('Name', { exact: true }).inputValue()).toBe('Kept name');
 
     const stored = await api('GET', `/broadcasts/${id}`);
     expect(stored).toMatchObject({ name: 'Kept name', html: '<p>Old html</p>' });

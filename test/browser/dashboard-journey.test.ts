@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumPresent, launchChromium, openSignedIn } from '../support/dashboard.ts';
 import { startServerProcess, type ServerProcess } from '../support/process.ts';
 import { TEST_KEY } from '../support/server.ts';
+import { WAIT_MS } from '../support/until.ts';
 
 // What an email's HTML tries when its scripts run: change its own page, reach the API, tell the dashboard.
 const HOSTILE = `<p id="mark">static</p>
@@ -119,7 +120,7 @@ describe.skipIf(!chromiumPresent)('the dashboard, end to end', () => {
   it('sends the broadcast, and its email is in the log with its events', async () => {
     await page.getByRole('button', { name: 'Send now' }).click();
     // While it goes out the page reads it again by itself: no Refresh needed to see it sent.
-    await page.locator('.status', { hasText: /^sent$/ }).first().waitFor({ timeout: 15_000 });
+    await page.locator('.status', { hasText: /^sent$/ }).first().waitFor({ timeout: WAIT_MS });
 
     // The log lists a broadcast's emails under their subjects as sent, personalized, as each email's own page shows it.
     await go('/emails');

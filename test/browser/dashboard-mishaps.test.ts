@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../server/apiKeys/key.ts';
 import { chromiumPresent, launchChromium, openSignedIn } from '../support/dashboard.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { WAIT_MS } from '../support/until.ts';
 
 describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
   let browser: Browser;
@@ -108,7 +109,7 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
       .poll(async () => {
         await page.getByRole('link', { name: 'Segments' }).click().catch(() => {});
         return page.getByLabel('API key').isVisible();
-      }, { timeout: 15_000, interval: 500 })
+      }, { interval: 500 })
       .toBe(true);
     expect(await page.getByRole('alert').textContent()).toContain('no longer valid');
     expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([]);
@@ -305,7 +306,7 @@ describe.skipIf(!chromiumPresent)('the dashboard when things go wrong', () => {
     await page.getByRole('link', { name: 'Topics' }).click();
     await page.getByRole('alert').filter({ hasText: 'The server could not be reached' }).waitFor();
     down = false;
-    await page.getByRole('cell', { name: 'Back again', exact: true }).first().waitFor({ timeout: 20_000 });
+    await page.getByRole('cell', { name: 'Back again', exact: true }).first().waitFor({ timeout: WAIT_MS });
     expect(await page.getByRole('alert').count()).toBe(0);
     await page.unrouteAll();
   });
