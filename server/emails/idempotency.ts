@@ -5,7 +5,7 @@
 // key back. Keys belong to their owner: this server has one account and no teams, so the owner is the
 // API key that sent the request, and two keys using the same Idempotency-Key never meet.
 import { createHash } from 'node:crypto';
-import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import type { Request } from 'express';
 import type { Logger } from 'pino';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
@@ -78,11 +78,8 @@ export async function onceForKey<Body>(store: Store, logger: Logger, request: Id
   }
 }
 
-/**
- * The Idempotency-Key header of the operations that declare it, refused when it cannot be a key:
- * given twice, or of the wrong length. `refuseFirst` says so ahead of anything the request check found.
- */
-export function idempotencyKeys(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction): { refuse: RequestHandler; refuseFirst: ErrorRequestHandler } {
+/** The Idempotency-Key header of the operations that declare it, refused when it cannot be a key: given twice, or of the wrong length. */
+export function badIdempotencyKeys(spec: OpenApiDocument, compile: (pointer: string) => ValidateFunction): (req: Request) => ApiError | undefined {
   const parameter = resolveRef(spec, { $ref: `#${PARAMETER}` });
   const validKey = compile(`${PARAMETER}/schema`);
   const { minLength, maxLength } = resolveRef(spec, parameter.schema);
@@ -103,10 +100,7 @@ export function idempotencyKeys(spec: OpenApiDocument, compile: (pointer: string
     if (!validKey(key)) return new ApiError(400, 'invalid_idempotency_key', `The \`${parameter.name}\` must be ${minLength} to ${maxLength} characters long.`);
     return undefined;
   };
-  return {
-    refuse: (req, _res, next) => next(keyRefusal(req)),
-    refuseFirst: (err, req, _res, next) => next(keyRefusal(req) ?? err),
-  };
+  return keyRefusal;
 }
 
 /**

@@ -32,14 +32,14 @@ import { toContact } from '../contacts/contact.ts';
 import { streamedLists } from './streamedList.ts';
 import { schemaCompiler, VALIDATOR_FORMATS, type OpenApiDocument } from '../contract.ts';
 import { errorHandler } from './errors.ts';
-import { heldBodyFirst, holdingRefusal, jsonBody, refuseHeldBody } from './jsonBody.ts';
-import { holdRefusal, sayHeldRefusal } from './heldRefusal.ts';
+import { bodyRefusal, holdingRefusal, jsonBody } from './jsonBody.ts';
+import { holdRefusal, sayRefusal } from './heldRefusal.ts';
 import { createMetrics } from '../metrics.ts';
-import { refuseLooseIntegers } from './queryIntegers.ts';
+import { looseIntegers } from './queryIntegers.ts';
 import { requestLog } from './requestLog.ts';
 import { refuseUnstorableText, withStorableText } from './storableText.ts';
 import { batchTriage } from '../emails/batch.ts';
-import { idempotencyKeys } from '../emails/idempotency.ts';
+import { badIdempotencyKeys } from '../emails/idempotency.ts';
 import { EmailSending } from '../emails/send.ts';
 import { emailHandlers } from '../emails/routes.ts';
 import { exactPaths, notServed, operationRouter } from './operationRouter.ts';
@@ -102,20 +102,13 @@ export function createApp({ spec, store, logger, config, links, attachmentLinks,
   const listMembers = memberList(store, streamContacts);
   const contacts = contactHandlers(store, streamContacts, compile('/components/schemas/ContactProperties'), listMembers);
   app.use(inSequence(headAsGet, notServed, exactPaths, batchTriage(spec, checkOf('EmailBatch'), checkOf('BatchEmail'))));
-  const looseIntegers = refuseLooseIntegers(spec);
-  const keys = idempotencyKeys(spec, compile);
-  // Refusals that are clearer than what the request check finds in the same request go first; all
-  // are held until auth has judged the key (server/http/heldRefusal.ts).
-  app.use(OpenApiValidator.middleware(validatorOptions(spec)), heldBodyFirst, looseIntegers.refuseFirst, keys.refuseFirst, holdRefusal);
+  app.use(OpenApiValidator.middleware(validatorOptions(spec)), holdRefusal);
   app.use(
     inSequence(
       authenticate(spec, store, logger, config.authFailuresPerMinute),
       config.rateLimitPerSecond > 0 ? rateLimit(config.rateLimitPerSecond, store, logger, metrics?.countedLocally) : undefined,
       authorize(spec),
-      sayHeldRefusal,
-      refuseHeldBody,
-      looseIntegers.refuse,
-      keys.refuse,
+      sayRefusal([bodyRefusal, looseIntegers(spec), badIdempotencyKeys(spec, compile)]),
       refuseUnstorableText,
       extraRoutes,
       operationRouter(spec, {

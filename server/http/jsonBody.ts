@@ -3,7 +3,7 @@
 // request the contract describes nests more than a handful of levels. One linear pass over the bytes,
 // counting brackets outside strings, refuses such a body with 400 invalid_json first.
 import { isUtf8 } from 'node:buffer';
-import express, { type ErrorRequestHandler, type Request, type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { bytesOf } from '../config.ts';
 import { ApiError } from './errors.ts';
 
@@ -116,12 +116,9 @@ const takesJson = (req: Request) => {
 };
 
 /**
- * The held refusal, for an operation that takes JSON. One that takes a form (the one-click
+ * The parser's refusal, for an operation that takes JSON. One that takes a form (the one-click
  * unsubscribe) refuses a JSON one for its media type, 415, in the request check, however the JSON
  * reads; one that takes no body at all (a cancel, a publish) ignores whatever came, as it would any
  * other bytes: its contract declares no 400.
  */
-export const refuseHeldBody: RequestHandler = (req, res, next) => next(takesJson(req) ? res.locals.bodyRefusal : undefined);
-
-/** The request check finds no body where the parser refused one: the parser's reason is the one to give. */
-export const heldBodyFirst: ErrorRequestHandler = (err, req, res, next) => next(res.locals.bodyRefusal !== undefined && takesJson(req) ? res.locals.bodyRefusal : err);
+export const bodyRefusal = (req: Request, res: Response) => (takesJson(req) ? res.locals.bodyRefusal : undefined);

@@ -2,13 +2,13 @@
 // query strings with Number(), which also reads `0x10`, `1e1`, `1.0` and ` 1`: each would pass as a
 // number its sender may not have meant. Checked on the query as it was sent, and ahead of whatever the
 // request check found (Number(' ') is 0: "must be between 1 and 100" would mislead).
-import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import type { Request } from 'express';
 import { operationsOf, resolveRef, type OpenApiDocument } from '../contract.ts';
-import { invalid } from './errors.ts';
+import { invalid, type ApiError } from './errors.ts';
 
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
 
-export function refuseLooseIntegers(spec: OpenApiDocument): { refuse: RequestHandler; refuseFirst: ErrorRequestHandler } {
+export function looseIntegers(spec: OpenApiDocument): (req: Request) => ApiError | undefined {
   // By operationId, the names of its integer query parameters.
   const integers = new Map(
     operationsOf(spec).map(({ operation }) => [
@@ -27,8 +27,5 @@ export function refuseLooseIntegers(spec: OpenApiDocument): { refuse: RequestHan
     const name = names.find((name) => sent.getAll(name).length === 1 && sent.get(name) !== '' && !INTEGER.test(sent.get(name)!));
     return name === undefined ? undefined : invalid(`The \`${name}\` must be an integer.`);
   };
-  return {
-    refuse: (req, _res, next) => next(looseInteger(req)),
-    refuseFirst: (err, req, _res, next) => next(looseInteger(req) ?? err),
-  };
+  return looseInteger;
 }
