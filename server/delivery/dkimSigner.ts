@@ -1,12 +1,13 @@
-// DKIM signatures, made by nodemailer's signer on threads of their own. The signer makes its RSA
-// signature synchronously, which would cost the delivery thread about as much again as building and
-// sending a small message; on threads of their own they run beside delivery, on the other core. Each
-// thread signs with nodemailer's DKIM signer (`nodemailer/lib/dkim`, the one its `dkim` option uses),
-// made once per key: parsing a PEM key costs more than the signature. Messages are signed once,
-// whatever number of recipients' copies go out.
+// DKIM signatures, made by nodemailer (its documented `dkim` option, on a stream transport that hands
+// the signed message back) on threads of their own. The signature is made synchronously, which would
+// cost the delivery thread about as much again as building and sending a small message; on threads
+// of their own they run beside delivery, on the other core. Each thread keeps one transport per key,
+// given the key parsed once (a KeyObject, which node's signer takes as it takes a PEM): parsing a PEM
+// key costs more than the signature. Messages are signed once, whatever number of recipients' copies
+// go out.
 //
 // The thread's code is given as text (`eval`): a file of its own would need a path that holds both in
-// the source tree, as tests run it, and in the bundle under build/. It loads the signer from where
+// the source tree, as tests run it, and in the bundle under build/. It loads nodemailer from where
 // this module resolves it.
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
@@ -16,43 +17,39 @@ const THREAD = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createPrivateKey } = require('node:crypto');
 const { constants, setPriority } = require('node:os');
-const DKIM = require(workerData.dkim);
+const nodemailer = require(workerData.nodemailer);
 // Below the delivery thread: on Linux a thread's nice value is its own, and signatures are wanted
 // only as fast as that thread can send them; on a busy machine it keeps its core.
 try {
   setPriority(0, constants.priority.PRIORITY_BELOW_NORMAL);
 } catch {}
-const signers = new Map();
-const signerOf = ({ domainName, keySelector, privateKey, headerFieldNames }) => {
+const transports = new Map();
+const transportOf = ({ domainName, keySelector, privateKey, headerFieldNames }) => {
   const known = domainName + ' ' + keySelector + ' ' + privateKey;
-  let signer = signers.get(known);
-  if (!signer) {
-    if (signers.size >= 1000) signers.clear();
-    signer = new DKIM({ domainName, keySelector, privateKey: createPrivateKey(privateKey), headerFieldNames });
-    signers.set(known, signer);
+  let transport = transports.get(known);
+  if (!transport) {
+    if (transports.size >= 1000) transports.clear();
+    const dkim = { domainName, keySelector, privateKey: createPrivateKey(privateKey), headerFieldNames };
+    transport = nodemailer.createTransport({ streamTransport: true, buffer: true, dkim });
+    transports.set(known, transport);
   }
-  return signer;
+  return transport;
 };
-const failed = (id, error) => parentPort.postMessage({ id, error: String((error && error.message) || error) });
-parentPort.on('message', ({ id, raw, dkim }) => {
-  let signed;
-  try {
-    signed = signerOf(dkim).sign(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength));
-  } catch (error) {
-    return failed(id, error);
-  }
-  const chunks = [];
-  signed.on('data', (chunk) => chunks.push(chunk));
-  signed.on('end', () => parentPort.postMessage({ id, signed: Buffer.concat(chunks) }));
-  signed.on('error', (error) => failed(id, error));
+parentPort.on('message', ({ id, raw, dkim, envelope }) => {
+  Promise.resolve()
+    .then(() => transportOf(dkim).sendMail({ raw: Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), envelope }))
+    .then(
+      (info) => parentPort.postMessage({ id, signed: info.message }),
+      (error) => parentPort.postMessage({ id, error: String((error && error.message) || error) }),
+    );
 });
 `;
 
 type Waiting = { thread: Worker; resolve: (signed: Buffer) => void; reject: (error: Error) => void };
 
 /**
- * Signing threads per signer, taking messages in turn: nodemailer's signer reads the message through
- * streams as well as signing it, and one thread could not keep up with one delivery thread.
+ * Signing threads per signer, taking messages in turn: nodemailer reads the message through streams
+ * as well as signing it, and one thread could not keep up with one delivery thread.
  */
 const THREADS = 2;
 
@@ -68,7 +65,8 @@ export class DkimSigner {
     const thread = (this.threads[turn] ??= this.start(turn));
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { thread, resolve, reject });
-      thread.postMessage({ id, raw, dkim: key });
+      // The transport wants an envelope; the message's own is the delivery's, not this one's.
+      thread.postMessage({ id, raw, dkim: key, envelope: { from: '', to: ['signing@localhost'] } });
     });
   }
 
@@ -78,7 +76,7 @@ export class DkimSigner {
   }
 
   private start(turn: number): Worker {
-    const thread = new Worker(THREAD, { eval: true, workerData: { dkim: createRequire(import.meta.url).resolve('nodemailer/lib/dkim') } });
+    const thread = new Worker(THREAD, { eval: true, workerData: { nodemailer: createRequire(import.meta.url).resolve('nodemailer') } });
     // Waiting sends keep the process busy; an idle signer must not keep it alive.
     thread.unref();
     thread.on('message', ({ id, signed, error }: { id: number; signed?: Uint8Array; error?: string }) => {
