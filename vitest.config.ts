@@ -23,7 +23,8 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/build.ts'],
     // Two files at a time (vitest's default on two cores is one): a suite spends most of its time
-    // waiting on servers, relays and timers, and each uses its own ports, files and schema.
+    // waiting on servers, relays and timers, and each uses its own ports, files and schema. The fast
+    // tier alone runs three (`--maxWorkers=3` in `npm run test:fast`): its suites wait more still.
     maxWorkers: 2,
     projects: [
       // Its files share each worker's modules rather than each loading the server afresh: every suite
