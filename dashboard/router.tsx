@@ -1,7 +1,7 @@
 // Every page has its own URL under /dashboard (the server answers any of them with the same shell), so
 // pages can be bookmarked, reloaded and opened in a new tab. Navigation uses the History API.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 
 export const BASE = '/dashboard';
 
@@ -25,7 +25,8 @@ export const leavingAllowed = (): boolean => mayLeave?.() !== false;
  * or deleted.)
  */
 export function useLeaveGuard(unsaved: boolean): void {
-  useEffect(() => {
+  // Armed before the page is painted: once "Unsaved changes" shows, Back and Forward ask.
+  useLayoutEffect(() => {
     if (!unsaved) return;
     const ask = () => confirm('Leave this page? Your changes are not saved.');
     const warn = (event: BeforeUnloadEvent) => event.preventDefault();

@@ -21,7 +21,27 @@ export type OpenApiDocument = {
 
 export function loadSpec(path: string = specPath): OpenApiDocument {
   // js-yaml rather than yaml: it parses the contract with half the memory, and start-up memory counts.
-  return load(readFileSync(path, 'utf8')) as OpenApiDocument;
+  const spec = load(readFileSync(path, 'utf8')) as OpenApiDocument;
+  const fault = faultOf(spec);
+  if (fault) throw new Error(`the contract at ${path} is invalid: ${fault}`);
+  return spec;
+}
+
+/**
+ * What the server needs of a contract before it can start: the rest of what makes one valid is
+ * redocly's to check (npm run lint:spec) before it is bundled, and the validator's as it reads it.
+ */
+function faultOf(spec: unknown): string | undefined {
+  const isObject = (value: unknown): value is Record<string, any> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(spec) || typeof spec.openapi !== 'string' || !spec.openapi.startsWith('3.1.')) return 'it is not an OpenAPI 3.1 document';
+  if (!isObject(spec.paths) || !isObject(spec.components) || !isObject(spec.components.schemas)) return 'it has no paths or no component schemas';
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const [method, operation] of Object.entries(isObject(item) ? item : {}).filter(([method]) => HTTP_METHODS.has(method))) {
+      if (!isObject(operation) || typeof operation.operationId !== 'string') return `${method.toUpperCase()} ${path} has no operationId`;
+      if (!isObject(operation.responses) || !Object.values(operation.responses).every(isObject)) return `${method.toUpperCase()} ${path} has no responses, or one that is not an object`;
+    }
+  }
+  return undefined;
 }
 
 const SPEC_ID = 'mailroom:openapi';
