@@ -48,12 +48,6 @@ export function streamedLists(compile: (pointer: string) => ValidateFunction, op
   };
 }
 
-/**
- * Writers for handlers that were not given the app's own: schemas compiled from the contract file when
- * a whole list is first asked for (not at start, where memory counts), the stall timeout as the
- * environment sets it, and no log of clients cut off.
- */
-
 /** The writer of one list, whose items `checkItem` checks. */
 function listStream<Row>(list: string, checkItem: ValidateFunction, toItem: (row: Row) => unknown, { stallTimeoutMs, logger }: StreamOptions): ListStream<Row> {
   return async (res, rows) => {
@@ -64,6 +58,8 @@ function listStream<Row>(list: string, checkItem: ValidateFunction, toItem: (row
     // a contact that is not there) can still become an ordinary error response.
     /** Writes what is pending; false once the response is gone (the client left, or was cut off). */
     const flush = async (): Promise<boolean> => {
+      // Gone while the rows were read: nothing will drain, and its close has been heard already.
+      if (res.destroyed) return false;
       if (!res.headersSent) res.status(200).type('application/json');
       const flushed = res.write(pending);
       pending = '';
@@ -89,6 +85,7 @@ function listStream<Row>(list: string, checkItem: ValidateFunction, toItem: (row
         if (res.destroyed) return;
       }
     }
+    if (res.destroyed) return;
     if (!res.headersSent) res.status(200).type('application/json');
     res.end(`${pending}]}`);
   };
