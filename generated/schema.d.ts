@@ -4189,7 +4189,8 @@ export interface components {
         IdempotencyKey: string;
         /**
          * @description `strict` sends the batch only if every email in it is valid. `permissive` sends the valid
-         *     emails and reports the invalid ones in `errors`.
+         *     emails and reports the invalid ones in `errors`; a batch none of whose emails has the shape an
+         *     email must have is refused whole, as in `strict`.
          */
         BatchValidation: "strict" | "permissive";
         /**
@@ -4461,7 +4462,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /**
                  * @description `strict` sends the batch only if every email in it is valid. `permissive` sends the valid
-                 *     emails and reports the invalid ones in `errors`.
+                 *     emails and reports the invalid ones in `errors`; a batch none of whose emails has the shape an
+                 *     email must have is refused whole, as in `strict`.
                  */
                 "x-batch-validation"?: components["parameters"]["BatchValidation"];
             };
